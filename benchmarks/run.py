@@ -1,0 +1,59 @@
+"""Time each chapter's training to its target on this machine, and print a table.
+
+    python benchmarks/run.py                 # every chapter, 10 seeds each
+    python benchmarks/run.py --seeds 3       # fewer seeds
+    python benchmarks/run.py --life-size 16  # the Life chapter at the post's grid size
+
+A run "converges" when its trained model meets every target of its chapter's summary
+(measured on unseen data, as in the chapter) within the chapter's time budget.
+Not a test: it takes a while, and its times belong to the machine it ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+import torch
+
+from toylib import life
+
+
+def life_rows(seeds: range, size: int, device: str | None):
+    config = life.LifeConfig(grid_size=size)
+    rows, times = [], []
+    for seed in seeds:
+        cfg = life.LifeConfig(**{**config.__dict__, "seed": seed})
+        model, history, seen = life.train_life(cfg, device=device, progress=False)
+        s = life.summarise(model, seen)
+        met = [r[3] for r in s.rows(history.seconds, size)]
+        ok = all(m in ("yes", "-") for m in met)
+        times.append(history.seconds)
+        rows.append((f"life {size}x{size}", seed, history.steps, f"{history.seconds:.0f}", f"{100 * s.test_exact:.2f}",
+                     f"{100 * s.games_exact:.0f}", f"{100 * s.neighbourhoods_right:.0f}", f"{100 * s.neighbour_attention:.2f}",
+                     "yes" if ok else "no"))
+        print(life.format_table(rows[-1:], HEADER).splitlines()[-1], flush=True)
+    n_ok = sum(r[-1] == "yes" for r in rows)
+    return rows, f"life {size}x{size}: {n_ok}/{len(rows)} seeds converged; training time median {statistics.median(times):.0f} s, max {max(times):.0f} s"
+
+
+HEADER = ("chapter", "seed", "steps", "train s", "test exact %", "games %", "3x3 %", "attn on nbrs %", "converged")
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--life-size", type=int, default=life.LifeConfig.grid_size)
+    p.add_argument("--device", default=None)
+    args = p.parse_args()
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads, device {args.device or 'auto'}")
+    t0 = time.perf_counter()
+    print(life.format_table([], HEADER))
+    rows, line = life_rows(range(args.seeds), args.life_size, args.device)
+    print()
+    print(life.format_table(rows, HEADER))
+    print(line)
+    print(f"benchmark took {time.perf_counter() - t0:.0f} s")

@@ -1,0 +1,124 @@
+import pytest
+import torch
+
+from toylib.attention import (
+    Decoder,
+    DecoderBlock,
+    Encoder,
+    EncoderBlock,
+    MultiHeadAttention,
+    attention,
+    causal_mask,
+    count_parameters,
+    sinusoidal_positions,
+)
+
+
+def test_attention_rows_sum_to_one_and_output_is_the_weighted_values():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 5, 4), torch.randn(2, 7, 4), torch.randn(2, 7, 3)
+    out, pattern = attention(q, k, v)
+    assert pattern.shape == (2, 5, 7) and out.shape == (2, 5, 3)
+    torch.testing.assert_close(pattern.sum(-1), torch.ones(2, 5))
+    torch.testing.assert_close(out, pattern @ v)
+
+
+def test_causal_mask_leaves_nothing_above_the_diagonal():
+    torch.manual_seed(0)
+    x = torch.randn(3, 6, 8)
+    out, pattern = attention(x, x, x, causal_mask(6))
+    assert torch.all(pattern.triu(diagonal=1) == 0)
+    torch.testing.assert_close(pattern.sum(-1), torch.ones(3, 6))
+    # the first position can only read itself
+    torch.testing.assert_close(out[:, 0], x[:, 0])
+
+
+def test_causal_attention_does_not_see_the_future():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4, causal=True)
+    x = torch.randn(1, 5, 16)
+    y = x.clone()
+    y[:, 3:] = torch.randn(1, 2, 16)  # change only positions 3 and 4
+    out_x, _ = mha(x)
+    out_y, _ = mha(y)
+    torch.testing.assert_close(out_x[:, :3], out_y[:, :3])
+    assert not torch.allclose(out_x[:, 3:], out_y[:, 3:])
+
+
+def test_a_fully_masked_query_reads_nothing_instead_of_nan():
+    q = k = v = torch.randn(1, 3, 4)
+    mask = torch.tensor([[False, False, False], [True, True, False], [True, True, True]])
+    out, pattern = attention(q, k, v, mask)
+    assert torch.isfinite(out).all()
+    assert torch.all(pattern[0, 0] == 0)
+
+
+def test_multi_head_shapes_and_cross_attention():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(24, 3)
+    x, memory = torch.randn(2, 5, 24), torch.randn(2, 9, 24)
+    out, pattern = mha(x)
+    assert out.shape == (2, 5, 24) and pattern.shape == (2, 3, 5, 5)
+    out, pattern = mha(x, context=memory)
+    assert out.shape == (2, 5, 24) and pattern.shape == (2, 3, 5, 9)
+    torch.testing.assert_close(pattern.sum(-1), torch.ones(2, 3, 5))
+
+
+def test_padding_mask_blocks_the_masked_keys():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 4, 8)
+    keep = torch.tensor([[True, True, False, False], [True, True, True, True]])
+    _, pattern = mha(x, mask=keep[:, None, :].expand(2, 4, 4))
+    assert torch.all(pattern[0, :, :, 2:] == 0)
+
+
+def test_bad_sizes_raise_value_errors():
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadAttention(10, 3)
+    with pytest.raises(ValueError, match="causal"):
+        MultiHeadAttention(8, 2, causal=True)(torch.randn(1, 3, 8), context=torch.randn(1, 4, 8))
+    with pytest.raises(ValueError, match="n_layers"):
+        Encoder(0, 8, 2, 16)
+    with pytest.raises(ValueError, match="n_ctx"):
+        sinusoidal_positions(0, 8)
+
+
+def test_encoder_and_decoder_stacks_return_patterns_by_layer_and_head():
+    torch.manual_seed(0)
+    enc, dec = Encoder(3, 16, 4, 32), Decoder(2, 16, 4, 32)
+    src, tgt = torch.randn(2, 7, 16), torch.randn(2, 5, 16)
+    memory, enc_patterns = enc(src)
+    out, self_patterns, cross_patterns = dec(tgt, memory)
+    assert memory.shape == (2, 7, 16) and enc_patterns.shape == (2, 3, 4, 7, 7)
+    assert out.shape == (2, 5, 16)
+    assert self_patterns.shape == (2, 2, 4, 5, 5) and cross_patterns.shape == (2, 2, 4, 5, 7)
+    assert torch.all(self_patterns.triu(diagonal=1) == 0)  # decoder self-attention is causal
+    torch.testing.assert_close(cross_patterns.sum(-1), torch.ones(2, 2, 4, 5))
+
+
+def test_blocks_are_pre_layernorm_residual():
+    block = EncoderBlock(8, 2, 16)
+    for p in block.parameters():
+        torch.nn.init.zeros_(p)  # zero weights: attention and MLP add nothing
+    x = torch.randn(2, 3, 8)
+    out, _ = block(x)
+    torch.testing.assert_close(out, x)
+    dblock = DecoderBlock(8, 2, 16)
+    out, sp, cp = dblock(x, torch.randn(2, 4, 8))
+    assert sp.shape == (2, 2, 3, 3) and cp.shape == (2, 2, 3, 4)
+
+
+def test_sinusoidal_positions_match_the_formula():
+    table = sinusoidal_positions(50, 16)
+    assert table.shape == (50, 16)
+    pos, i = 7, 3
+    expected_sin = torch.sin(torch.tensor(pos / 10000 ** (2 * i / 16)))
+    expected_cos = torch.cos(torch.tensor(pos / 10000 ** (2 * i / 16)))
+    torch.testing.assert_close(table[pos, 2 * i], expected_sin)
+    torch.testing.assert_close(table[pos, 2 * i + 1], expected_cos)
+    assert sinusoidal_positions(4, 7).shape == (4, 7)  # odd widths work too
+
+
+def test_count_parameters():
+    assert count_parameters(torch.nn.Linear(3, 2)) == 8

@@ -1,0 +1,171 @@
+import numpy as np
+import pytest
+import torch
+
+from toylib.life import (
+    PATTERNS,
+    LifeConfig,
+    SingleAttentionNet,
+    check_grids,
+    grid_hashes,
+    life_run,
+    life_step,
+    main,
+    neighbour_attention,
+    neighbour_mask,
+    neighbourhood_grids,
+    place,
+    predict,
+    random_grids,
+    summarise,
+    train_life,
+    unseen_grids,
+)
+
+
+def test_still_lifes_do_not_change():
+    for name in ("block", "beehive"):
+        g = place(name, 8)
+        np.testing.assert_array_equal(life_step(g), g)
+
+
+def test_oscillators_return_after_their_period():
+    for name, period in (("blinker", 2), ("toad", 2), ("beacon", 2)):
+        g = place(name, 16)
+        run = life_run(g, period)
+        assert not np.array_equal(run[1], g), name
+        np.testing.assert_array_equal(run[period], g)
+
+
+def test_blinker_by_hand():
+    g = np.zeros((5, 5), np.uint8)
+    g[2, 1:4] = 1
+    expected = np.zeros((5, 5), np.uint8)
+    expected[1:4, 2] = 1
+    np.testing.assert_array_equal(life_step(g), expected)
+
+
+def test_glider_crosses_the_wrap_around_edge():
+    size = 8
+    g = place("glider", size, top=5, left=5)  # heads down and right, over both edges
+    run = life_run(g, 4 * size)
+    # every 4 generations a glider is itself moved one cell down and one right
+    for k in range(1, size + 1):
+        np.testing.assert_array_equal(run[4 * k], np.roll(g, (k, k), axis=(0, 1)))
+    np.testing.assert_array_equal(run[4 * size], g)  # all the way round the torus
+    assert all(r.sum() == 5 for r in run[::4])
+
+
+def test_birth_survival_and_death_rules_on_every_neighbourhood():
+    grids, gi, r, c = neighbourhood_grids(6)
+    nxt = life_step(grids)[gi, r, c]
+    block = np.stack([grids[gi, (r + dr) % 6, (c + dc) % 6] for dr in (-1, 0, 1) for dc in (-1, 0, 1)], 1)
+    centre, n = block[:, 4], block.sum(1) - block[:, 4]
+    np.testing.assert_array_equal(nxt, (n == 3) | ((centre == 1) & (n == 2)))
+    codes = (block * (1 << np.arange(9))).sum(1)
+    assert len(np.unique(codes)) == 512  # every neighbourhood appears
+    assert np.bincount(codes).min() == 36  # at every one of the 6*6 cells
+
+
+def test_batched_step_equals_stepping_each_grid():
+    x = random_grids(5, 7, np.random.default_rng(0))
+    np.testing.assert_array_equal(life_step(x), np.stack([life_step(g) for g in x]))
+
+
+def test_same_seed_same_grids_and_densities_span_the_range():
+    a = random_grids(200, 8, np.random.default_rng(1))
+    b = random_grids(200, 8, np.random.default_rng(1))
+    np.testing.assert_array_equal(a, b)
+    d = a.mean(axis=(1, 2))
+    assert d.min() < 0.15 and d.max() > 0.85
+    assert not np.array_equal(a, random_grids(200, 8, np.random.default_rng(2)))
+
+
+def test_unseen_grids_leave_out_training_grids():
+    rng = np.random.default_rng(0)
+    seen = grid_hashes(np.zeros((1, 4, 4), np.uint8))  # the empty grid is common at low density
+    x, dropped = unseen_grids(500, 4, rng, seen)
+    assert len(x) == 500 and dropped > 0
+    assert not (grid_hashes(x) & seen)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.full((4, 4), 2), "only 0"),
+        (np.zeros((4, 5)), "square"),
+        (np.zeros(4), "2-D"),
+        (np.zeros((2, 2)), "at least 3x3"),
+        (np.array([[0, 1, 0], [1, -1, 0], [0, 0, 0]]), "only 0"),
+    ],
+)
+def test_bad_grids_raise_value_errors(bad, message):
+    with pytest.raises(ValueError, match=message):
+        life_step(bad)
+
+
+def test_bad_patterns_and_configs_raise_value_errors():
+    with pytest.raises(ValueError, match="unknown pattern"):
+        place("spaceship", 8)
+    with pytest.raises(ValueError, match="does not fit"):
+        place("diehard", 6)
+    with pytest.raises(ValueError, match="mixer"):
+        LifeConfig(mixer="conv")
+    with pytest.raises(ValueError, match="density"):
+        random_grids(3, 8, np.random.default_rng(0), density=(0.5, 0.2))
+
+
+def test_model_shapes_and_wrong_grid_size():
+    model = SingleAttentionNet(LifeConfig(grid_size=6, d_model=8))
+    logits, pattern = model(torch.zeros(3, 6, 6, dtype=torch.long))
+    assert logits.shape == (3, 6, 6) and pattern.shape == (3, 1, 1, 36, 36)
+    torch.testing.assert_close(pattern.sum(-1), torch.ones(3, 1, 1, 36))
+    assert torch.all(pattern[0, 0, 0].diagonal() == 0)  # mask_self: no cell reads itself
+    with pytest.raises(ValueError, match=r"\(batch, 6, 6\)"):
+        model(torch.zeros(3, 8, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match="expected 6x6"):
+        predict(model, np.zeros((8, 8), np.uint8))
+
+
+def test_pool_mixers_are_fixed_3x3_averages():
+    for mixer, n in (("pool", 9), ("pool_no_centre", 8)):
+        model = SingleAttentionNet(LifeConfig(grid_size=5, d_model=4, mixer=mixer))
+        _, pattern = model(torch.zeros(1, 5, 5, dtype=torch.long))
+        p = pattern[0, 0, 0]
+        assert torch.all((p == 0) | torch.isclose(p, torch.tensor(1 / n)))
+        assert not hasattr(model, "W_Q")
+    mask = neighbour_mask(5)
+    assert mask.sum(1).eq(8).all() and not mask.diagonal().any()
+    # cell (0, 0) neighbours (4, 4) across both edges of the torus
+    assert mask[0, 24]
+
+
+def test_a_hand_built_pattern_scores_full_neighbour_attention():
+    model = SingleAttentionNet(LifeConfig(grid_size=5, d_model=4, mixer="pool_no_centre"))
+    assert neighbour_attention(model, np.zeros((2, 5, 5), np.uint8)) == pytest.approx(1.0)
+
+
+def test_tiny_training_run_learns_and_is_deterministic():
+    config = LifeConfig(grid_size=5, steps=300, eval_every=100, seed=3, val_grids=64)
+    m1, h1, seen = train_life(config, device="cpu", progress=False, stop_at_target=False)
+    m2, h2, _ = train_life(config, device="cpu", progress=False, stop_at_target=False)
+    assert h1.column("loss") == pytest.approx(h2.column("loss"), rel=1e-6)  # same seed, same metrics
+    assert h1.column("cell_acc")[-1] > h1.column("cell_acc")[0]
+    assert len(seen) > 0
+    s = summarise(m1, seen, test_grids=50, games=3, game_steps=5)
+    assert s.test_grids == 50 and 0 <= s.test_exact <= 1
+
+
+def test_cli_trains_saves_and_loads(tmp_path, capsys):
+    path = tmp_path / "life.pt"
+    main(["--size", "5", "--steps", "50", "--quiet", "--save", str(path), "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert "exact next state" in out and path.exists()
+    main(["--load", str(path), "--quiet"])
+    assert "3x3 neighbourhoods" in capsys.readouterr().out
+
+
+def test_patterns_are_rectangular_strings():
+    for name, rows in PATTERNS.items():
+        assert set("".join(rows)) <= set("#."), name
+        check_grids(place(name, 16))

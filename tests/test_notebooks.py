@@ -1,0 +1,64 @@
+"""Checks on the notebooks as files: the Colab install cell, stored outputs, size.
+(nbval, run by the README's test command, re-executes them and compares outputs.)"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+TOC = (ROOT / "_toc.yml").read_text()
+
+
+def code_cells(path):
+    return [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def test_there_are_chapters_and_each_is_in_the_table_of_contents():
+    assert NOTEBOOKS
+    for nb in NOTEBOOKS:
+        assert f"book/{nb.stem}" in TOC, nb.name
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_install_cell_names_the_repository_in_config(nb):
+    url = CONFIG["repository"]["url"]
+    first = "".join(code_cells(nb)[0]["source"])
+    # installs only when toylib is missing, and installs nothing but toylib
+    assert "import toylib" in first and "except ImportError" in first
+    installs = re.findall(r"pip install[^\n]*", first)
+    assert len(installs) == 1, installs
+    assert f"toylib @ git+{url}" in installs[0], f"{nb.name} installs from {installs[0]!r}, _config.yml says {url}"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stored_with_outputs_and_small(nb):
+    cells = code_cells(nb)
+    assert all(c.get("execution_count") for c in cells), "every code cell has been executed"
+    assert sum(bool(c.get("outputs")) for c in cells) >= len(cells) // 2, "outputs are stored, for nbval to compare"
+    assert nb.stat().st_size < 5 * 1024 * 1024
+    errors = [o for c in cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+
+
+def test_the_life_summary_table_is_compared_by_nbval():
+    cells = code_cells(ROOT / "book" / "life.ipynb")
+    summary = [c for c in cells if "life.summarise(" in "".join(c["source"])]
+    assert summary, "the chapter prints a summary"
+    cell = summary[0]
+    assert "nbval-ignore-output" not in cell.get("metadata", {}).get("tags", [])
+    text = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    assert "exact next state" in text and "NO" not in text.split(), "the stored summary meets every target"
+
+
+def test_book_configuration_guards_the_build():
+    execute = CONFIG["execute"]
+    assert execute["execute_notebooks"] == "force" and execute["allow_errors"] is False
+    assert execute["timeout"] >= 600
+    assert CONFIG["only_build_toc_files"] is True
+    assert CONFIG["repository"]["branch"] and CONFIG["launch_buttons"]["colab_url"]
+    assert CONFIG["sphinx"]["recursive_update"] is True

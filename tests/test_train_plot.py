@@ -1,0 +1,173 @@
+import dataclasses
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+matplotlib.use("Agg")
+
+from toylib.device import pick_device, seed_everything  # noqa: E402
+from toylib.plot import animate, attention_grid, save_gif, training_curves  # noqa: E402
+from toylib.train import History, fit, forever, load_checkpoint, lr_factor, minibatches, save_checkpoint  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class TinyConfig:
+    n_in: int = 3
+    sizes: tuple[int, ...] = (4,)
+
+
+class Tiny(torch.nn.Module):
+    def __init__(self, config: TinyConfig):
+        super().__init__()
+        self.config = config
+        self.lin = torch.nn.Linear(config.n_in, 1)
+
+    def forward(self, x):
+        return self.lin(x).squeeze(-1)
+
+
+def regression_task(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.tensor([1.0, -2.0, 0.5])
+
+    def batch():
+        x = torch.randn(32, 3, generator=g)
+        return x, x @ w
+
+    def loss_fn(model, b):
+        x, y = b
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        return loss, {"rmse": loss.sqrt().item()}
+
+    return forever(batch), loss_fn
+
+
+def test_fit_learns_and_records_history():
+    seed_everything(0)
+    model = Tiny(TinyConfig())
+    batches, loss_fn = regression_task()
+    h = fit(model, batches, loss_fn, steps=300, lr=0.05, eval_every=50, progress=False)
+    assert [r["step"] for r in h.records] == [50, 100, 150, 200, 250, 300]
+    assert h.column("loss")[-1] < 1e-3 < h.column("loss")[0]
+    assert h.steps == 300 and h.seconds > 0 and h.stop_reason == "steps"
+    assert "rmse" in h.last
+
+
+def test_same_seed_same_training():
+    def run():
+        seed_everything(3)
+        model = Tiny(TinyConfig())
+        batches, loss_fn = regression_task(seed=3)
+        fit(model, batches, loss_fn, steps=20, lr=0.01, progress=False)
+        return model.lin.weight.detach().clone()
+
+    torch.testing.assert_close(run(), run(), rtol=0, atol=0)
+
+
+def test_callback_stops_training_and_sees_history():
+    model = Tiny(TinyConfig())
+    batches, loss_fn = regression_task()
+    seen = []
+
+    def callback(step, m, history):
+        seen.append(step)
+        return step >= 30
+
+    h = fit(model, batches, loss_fn, steps=1000, eval_every=10, callback=callback, progress=False)
+    assert seen == [10, 20, 30] and h.steps == 30 and h.stop_reason == "callback"
+
+
+def test_early_stopping_restores_the_best_weights():
+    model = Tiny(TinyConfig())
+    batches, loss_fn = regression_task()
+    values = iter([5.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    snapshots = {}
+
+    def eval_fn(m):
+        v = next(values)
+        snapshots[v] = m.lin.weight.detach().clone()
+        return {"val_loss": v}
+
+    h = fit(model, batches, loss_fn, steps=100, eval_every=5, eval_fn=eval_fn, patience=3, progress=False)
+    assert h.stop_reason == "early_stopping" and h.steps == 25
+    torch.testing.assert_close(model.lin.weight, snapshots[1.0])
+
+
+def test_plateau_lowers_the_learning_rate():
+    model = Tiny(TinyConfig())
+    batches, loss_fn = regression_task()
+    h = fit(model, batches, loss_fn, steps=60, lr=0.1, eval_every=5, eval_fn=lambda m: {"val_loss": 1.0},
+            plateau=(0.5, 1), progress=False)
+    lrs = h.column("lr")
+    assert lrs[0] == 0.1 and lrs[-1] < 0.1
+
+
+def test_lr_schedules():
+    assert lr_factor("constant", 0, 100, 10) == pytest.approx(0.1)
+    assert lr_factor("constant", 50, 100, 10) == 1.0
+    assert lr_factor("cosine", 10, 110, 10) == pytest.approx(1.0)
+    assert lr_factor("cosine", 110, 110, 10) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="schedule"):
+        lr_factor("linear", 0, 10, 0)
+
+
+def test_minibatches_cover_every_example_each_epoch():
+    x = torch.arange(10)
+    it = minibatches(x, x * 2, batch_size=4, generator=torch.Generator().manual_seed(0))
+    epoch = [next(it) for _ in range(3)]
+    assert sorted(torch.cat([b[0] for b in epoch]).tolist()) == list(range(10))
+    assert all(torch.equal(b[1], b[0] * 2) for b in epoch)
+    with pytest.raises(ValueError, match="same length"):
+        next(minibatches(x, x[:3], batch_size=2, generator=torch.Generator()))
+
+
+def test_checkpoint_round_trip(tmp_path):
+    model = Tiny(TinyConfig(sizes=(4, 5)))
+    save_checkpoint(tmp_path / "m.pt", model, model.config, accuracy=0.5)
+    loaded, config, extra = load_checkpoint(tmp_path / "m.pt", Tiny, TinyConfig)
+    assert config == TinyConfig(sizes=(4, 5)) and extra == {"accuracy": 0.5}
+    torch.testing.assert_close(loaded.lin.weight, model.lin.weight)
+    with pytest.raises(ValueError, match="dataclass"):
+        save_checkpoint(tmp_path / "x.pt", model, {"n_in": 3})
+
+
+def test_device_and_seeding():
+    assert pick_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="device"):
+        pick_device("tpu")
+    with pytest.raises(ValueError, match="seed"):
+        seed_everything(-1)
+    a = seed_everything(5).random(3)
+    b = seed_everything(5).random(3)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_attention_grid_titles_and_shapes():
+    fig = attention_grid(np.random.rand(2, 3, 4, 4))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0] == "Layer 0, Head 0" and titles[-1] == "Layer 1, Head 2"
+    with pytest.raises(ValueError, match="layers, heads"):
+        attention_grid(np.zeros((2, 3, 4)))
+
+
+def test_animation_plays_as_html_and_gif(tmp_path):
+    frames = np.random.rand(4, 2, 5, 5)
+    anim = animate(frames, panel_titles=["model", "truth"], frame_titles=[f"step {i}" for i in range(4)])
+    html = anim.to_jshtml()
+    assert html.count("data:image/png;base64") == 4
+    save_gif(animate(frames[:, 0]), str(tmp_path / "a.gif"))
+    assert (tmp_path / "a.gif").read_bytes()[:3] == b"GIF"
+    with pytest.raises(ValueError, match="panel titles"):
+        animate(frames, panel_titles=["one"])
+    with pytest.raises(ValueError, match="frames"):
+        animate(np.zeros((3, 3)))
+
+
+def test_training_curves_need_recorded_metrics():
+    h = History(records=[{"step": 1, "seconds": 0.1, "loss": 1.0}, {"step": 2, "seconds": 0.2, "loss": 0.5}])
+    fig = training_curves(h, ["loss"])
+    assert len(fig.axes) == 2
+    with pytest.raises(ValueError, match="accuracy"):
+        training_curves(h, ["accuracy"])

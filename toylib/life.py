@@ -1,0 +1,565 @@
+"""Conway's Game of Life, and a one-head transformer that learns to compute it.
+
+Retells and reproduces S. Radcliffe, "Training a Simple Transformer Neural Net on Conway's
+Game of Life" (2024): SingleAttentionNet reads a Life grid as one token per cell and
+predicts every cell's next state. The chapter is book/life.ipynb.
+
+Ground truth is `life_step` on a torus (the edges wrap around, as in the post). Everything
+the model is judged on is generated here from seeded generators.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from toylib.attention import attention
+from toylib.device import pick_device, seed_everything
+from toylib.train import History, fit, forever
+
+# The 8 offsets (row, column) of a cell's neighbours.
+NEIGHBOUR_OFFSETS = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
+
+
+# ----------------------------------------------------------------------------- the rules
+
+
+def check_grids(grids, size: int | None = None) -> np.ndarray:
+    """Return `grids` as a uint8 array after checking it is one square 0/1 grid (size, size)
+    or a batch of them (n, size, size); raise ValueError saying what is wrong otherwise."""
+    g = grids.detach().cpu().numpy() if isinstance(grids, torch.Tensor) else np.asarray(grids)
+    if g.ndim not in (2, 3):
+        raise ValueError(f"a Life grid must be 2-D (size, size) or a batch (n, size, size), got shape {g.shape}")
+    if g.shape[-1] != g.shape[-2]:
+        raise ValueError(f"a Life grid must be square, got {g.shape[-2]} rows and {g.shape[-1]} columns")
+    if g.shape[-1] < 3:
+        raise ValueError(f"a Life grid needs at least 3x3 cells so that 8 neighbours are distinct, got {g.shape[-1]}")
+    if size is not None and g.shape[-1] != size:
+        raise ValueError(f"expected {size}x{size} grids, got {g.shape[-2]}x{g.shape[-1]}")
+    if g.size and not np.isin(g, (0, 1)).all():
+        bad = np.unique(g[~np.isin(g, (0, 1))])[:5]
+        raise ValueError(f"a Life grid holds only 0 (dead) and 1 (alive), found {bad.tolist()}")
+    return g.astype(np.uint8)
+
+
+def neighbour_counts(grids) -> np.ndarray:
+    """Live neighbours of every cell, on a torus: same shape as the grid(s)."""
+    g = check_grids(grids)
+    return sum(np.roll(g, (dr, dc), axis=(-2, -1)) for dr, dc in NEIGHBOUR_OFFSETS).astype(np.uint8)
+
+
+def life_step(grids) -> np.ndarray:
+    """One generation of Life on a torus, for one grid (size, size) or a batch (n, size, size).
+
+    A cell is alive next if it has 3 live neighbours, or if it is alive and has 2."""
+    g = check_grids(grids)
+    n = neighbour_counts(g)
+    return ((n == 3) | ((g == 1) & (n == 2))).astype(np.uint8)
+
+
+def life_run(grid, steps: int) -> np.ndarray:
+    """The true game: (steps + 1, size, size), starting with `grid` itself."""
+    out = [check_grids(grid)]
+    for _ in range(steps):
+        out.append(life_step(out[-1]))
+    return np.stack(out)
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def random_grids(n: int, size: int, rng: np.random.Generator, density: tuple[float, float] = (0.05, 0.95)) -> np.ndarray:
+    """`n` random grids (n, size, size); each grid draws its own density uniformly from
+    `density`, then each cell is alive with that probability. Mixing densities gives the
+    model every neighbour count from 0 to 8 and both empty and crowded regions."""
+    lo, hi = density
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError(f"density must be a range (lo, hi) within [0, 1], got {density}")
+    if n < 0 or size < 3:
+        raise ValueError(f"need n >= 0 and size >= 3, got n={n}, size={size}")
+    p = rng.uniform(lo, hi, size=(n, 1, 1))
+    return (rng.random((n, size, size)) < p).astype(np.uint8)
+
+
+def unseen_grids(n: int, size: int, rng: np.random.Generator, seen: set[bytes]) -> tuple[np.ndarray, int]:
+    """`n` random grids (densities 0.05 to 0.95) none of which is in `seen` (hashes of the
+    training grids). Returns (grids, how many draws were dropped as seen). Small grids at
+    low density repeat often (the empty grid is one of them), so the check matters."""
+    kept, dropped, have = [], 0, 0
+    while have < n:
+        x = random_grids(n - have, size, rng)
+        fresh = np.array([h not in seen for h in (np.packbits(x.reshape(len(x), -1), axis=1)[i].tobytes() for i in range(len(x)))], bool)
+        kept.append(x[fresh])
+        dropped += int((~fresh).sum())
+        have += int(fresh.sum())
+    return np.concatenate(kept), dropped
+
+
+def grid_hashes(grids: np.ndarray) -> set[bytes]:
+    """A set of byte strings, one per grid, to check that test grids never appeared in training."""
+    g = np.packbits(check_grids(grids).reshape(len(grids), -1), axis=1)
+    return {row.tobytes() for row in g}
+
+
+def neighbourhood_grids(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """All 512 3x3 neighbourhoods, each centred on every one of the size*size cells.
+
+    The neighbourhoods are tiled into 3x3 blocks, so one grid tests many at once; the tiling
+    is shifted to every offset so that each neighbourhood is centred on every cell.
+    Returns (grids (m, size, size), grid index, centre row, centre column) for each of the
+    512 * size * size (neighbourhood, cell) pairs; the pair's neighbourhood is the 3x3 block
+    around that centre in that grid."""
+    if size < 3:
+        raise ValueError(f"size must be at least 3, got {size}")
+    codes = np.arange(512)
+    patterns = ((codes[:, None] >> np.arange(9)) & 1).reshape(512, 3, 3).astype(np.uint8)
+    per_row = size // 3
+    per_grid = per_row * per_row
+    grids, where = [], []
+    for dr in range(size):
+        for dc in range(size):
+            for start in range(0, 512, per_grid):
+                chunk = patterns[start : start + per_grid]
+                g = np.zeros((size, size), np.uint8)
+                centres = []
+                for j, p in enumerate(chunk):
+                    r, c = 3 * (j // per_row), 3 * (j % per_row)
+                    g[r : r + 3, c : c + 3] = p
+                    centres.append(((r + 1 + dr) % size, (c + 1 + dc) % size))
+                grids.append(np.roll(g, (dr, dc), axis=(0, 1)))
+                where.extend((len(grids) - 1, r_, c_) for r_, c_ in centres)
+    w = np.array(where)
+    return np.stack(grids), w[:, 0], w[:, 1], w[:, 2]
+
+
+# A few famous patterns, as lists of strings ("#" alive). `place` puts one on a grid.
+PATTERNS: dict[str, list[str]] = {
+    "glider": [".#.", "..#", "###"],
+    "blinker": ["###"],
+    "toad": [".###", "###."],
+    "beacon": ["##..", "##..", "..##", "..##"],
+    "block": ["##", "##"],
+    "beehive": [".##.", "#..#", ".##."],
+    "lightweight spaceship": [".#..#", "#....", "#...#", "####."],
+    "r-pentomino": [".##", "##.", ".#."],
+    "diehard": ["......#.", "##......", ".#...###"],
+}
+
+
+def place(pattern: str | list[str], size: int, top: int | None = None, left: int | None = None) -> np.ndarray:
+    """A (size, size) grid with a pattern (a name from PATTERNS, or rows of "#"/".") placed
+    at (top, left); centred when those are not given."""
+    rows = PATTERNS[pattern] if isinstance(pattern, str) and pattern in PATTERNS else pattern
+    if isinstance(rows, str):
+        raise ValueError(f"unknown pattern {pattern!r}; known: {sorted(PATTERNS)}")
+    h, w = len(rows), max(len(r) for r in rows)
+    if h > size or w > size:
+        raise ValueError(f"a {h}x{w} pattern does not fit a {size}x{size} grid")
+    top = (size - h) // 2 if top is None else top
+    left = (size - w) // 2 if left is None else left
+    g = np.zeros((size, size), np.uint8)
+    for i, row in enumerate(rows):
+        for j, ch in enumerate(row):
+            if ch not in "#.":
+                raise ValueError(f"pattern rows use '#' (alive) and '.' (dead), found {ch!r}")
+            g[(top + i) % size, (left + j) % size] = ch == "#"
+    return g
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+def neighbour_mask(size: int, include_centre: bool = False) -> torch.Tensor:
+    """(cells, cells) boolean: row i is True at cell i's 8 torus neighbours (and at i itself
+    with include_centre). Cells are numbered row by row, as the model flattens a grid."""
+    idx = np.arange(size * size).reshape(size, size)
+    mask = np.zeros((size * size, size * size), dtype=bool)
+    offsets = NEIGHBOUR_OFFSETS + ([(0, 0)] if include_centre else [])
+    for dr, dc in offsets:
+        # the neighbour at offset (dr, dc) of cell (r, c) is (r + dr, c + dc), wrapped
+        mask[idx.ravel(), np.roll(idx, (-dr, -dc), axis=(0, 1)).ravel()] = True
+    return torch.from_numpy(mask)
+
+
+MIXERS = ("attention", "pool", "pool_no_centre")
+
+
+@dataclasses.dataclass(frozen=True)
+class LifeConfig:
+    grid_size: int = 8  # the model is built for one grid size: it has a position embedding per cell
+    d_model: int = 64  # width of every token (the post's ndim)
+    mixer: str = "attention"  # "attention" (learned), or a fixed 3x3 average: "pool" or "pool_no_centre"
+    mask_self: bool = True  # a cell may not attend to itself: its own state reaches it through the residual
+    qk_init: float = 0.1  # scale of W_Q, W_K at initialisation: small, so attention starts out uniform
+    steps: int = 12_000  # at most this many batches; training stops earlier once the targets are met
+    batch_size: int = 64  # grids per batch
+    lr: float = 5e-3  # peak learning rate (AdamW)
+    schedule: str = "cosine"  # after warm-up, decaying over `steps`; a constant rate spikes now and then
+    warmup: int = 100  # steps of linear learning-rate warm-up
+    label_smoothing: float = 0.1  # targets 0.1/0.9: keeps a gradient on noise from non-neighbours
+    density: tuple[float, float] = (0.05, 0.95)  # each training grid's density is drawn from this range
+    eval_every: int = 200  # steps between validations
+    val_grids: int = 1024  # validation grids (a stream of their own, never trained on)
+    attention_target: float = 0.99  # stop once this share of attention is on the 8 neighbours
+    seed: int = 0  # seeds the weights and the training data
+
+    def __post_init__(self):
+        if self.mixer not in MIXERS:
+            raise ValueError(f"mixer must be one of {MIXERS}, got {self.mixer!r}")
+        if self.grid_size < 3 or self.d_model < 1:
+            raise ValueError(f"need grid_size >= 3 and d_model >= 1, got {self.grid_size}, {self.d_model}")
+
+    @property
+    def n_cells(self) -> int:
+        return self.grid_size * self.grid_size
+
+
+class SingleAttentionNet(nn.Module):
+    """The post's model: one token per cell, one single-head attention, one SiLU layer,
+    one logit per cell.
+
+    forward(grids (batch, size, size) of 0/1) ->
+        (logits (batch, size, size): > 0 means alive next,
+         pattern (batch, layer=1, head=1, query_cell, key_cell))
+
+    With mixer "pool" or "pool_no_centre" the attention pattern is not learned but fixed to
+    a 3x3 average around each cell (with or without the cell itself): the post's comparison.
+    """
+
+    def __init__(self, config: LifeConfig):
+        super().__init__()
+        self.config = config
+        d, n = config.d_model, config.n_cells
+        self.W_state = nn.Parameter(torch.randn(2, d))  # dead, alive
+        self.W_pos = nn.Parameter(torch.randn(n, d))  # one per cell
+        self.W_Q = nn.Parameter(torch.randn(d, d) * config.qk_init / math.sqrt(d))
+        self.W_K = nn.Parameter(torch.randn(d, d) * config.qk_init / math.sqrt(d))
+        self.W_V = nn.Parameter(torch.randn(d, d) / math.sqrt(d))
+        self.W_hidden = nn.Parameter(torch.randn(d, d) / math.sqrt(d))
+        self.W_class = nn.Parameter(torch.randn(d, 1) / math.sqrt(d))
+        may_attend = ~torch.eye(n, dtype=torch.bool) if config.mask_self else None  # (cells, cells)
+        self.register_buffer("may_attend", may_attend, persistent=False)
+        if config.mixer != "attention":
+            mask = neighbour_mask(config.grid_size, include_centre=config.mixer == "pool").float()
+            self.register_buffer("pool", mask / mask.sum(-1, keepdim=True), persistent=False)  # (cells, cells)
+            del self.W_Q, self.W_K  # a fixed average has nothing to learn
+
+    def forward(self, grids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        size = self.config.grid_size
+        if grids.dim() != 3 or grids.shape[1:] != (size, size):
+            raise ValueError(f"this model takes (batch, {size}, {size}) grids, got shape {tuple(grids.shape)}")
+        x = self.W_state[grids.reshape(len(grids), -1).long()] + self.W_pos  # (batch, cells, d)
+        v = x @ self.W_V  # (batch, cells, d)
+        if self.config.mixer == "attention":
+            q, k = x @ self.W_Q, x @ self.W_K  # (batch, cells, d)
+            z, pattern = attention(q, k, v, self.may_attend)  # (batch, cells, d), (batch, cells, cells)
+        else:
+            pattern = self.pool.expand(len(grids), -1, -1)  # (batch, cells, cells)
+            z = pattern @ v
+        x = x + z  # residual: each cell keeps its own state beside what it read
+        x = x + F.silu(x @ self.W_hidden)  # (batch, cells, d)
+        logits = (x @ self.W_class).view(-1, size, size)  # (batch, size, size)
+        return logits, pattern[:, None, None]  # pattern: (batch, 1, 1, cells, cells)
+
+
+# ----------------------------------------------------------------------------- judging a model
+
+
+@torch.no_grad()
+def predict(model: SingleAttentionNet, grids, batch_size: int = 256) -> np.ndarray:
+    """The model's next state for a batch of grids, as 0/1 uint8 (n, size, size)."""
+    g = check_grids(grids, model.config.grid_size)
+    single = g.ndim == 2
+    g = g[None] if single else g
+    device = next(model.parameters()).device
+    model.eval()
+    out = [
+        (model(torch.from_numpy(g[i : i + batch_size]).to(device))[0] > 0).to(torch.uint8).cpu().numpy()
+        for i in range(0, len(g), batch_size)
+    ]
+    out = np.concatenate(out) if out else np.zeros_like(g)
+    return out[0] if single else out
+
+
+def model_run(model: SingleAttentionNet, grids, steps: int) -> np.ndarray:
+    """Roll the model forward on its own outputs: (steps + 1, ...) starting with `grids`."""
+    out = [check_grids(grids, model.config.grid_size)]
+    for _ in range(steps):
+        out.append(predict(model, out[-1]))
+    return np.stack(out)
+
+
+@torch.no_grad()
+def neighbour_attention(model: SingleAttentionNet, grids, batch_size: int = 64) -> float:
+    """Mean share of each cell's attention that lands on its 8 neighbours, over the grids."""
+    g = check_grids(grids, model.config.grid_size)
+    g = g[None] if g.ndim == 2 else g
+    device = next(model.parameters()).device
+    mask = neighbour_mask(model.config.grid_size).to(device)
+    total = 0.0
+    for i in range(0, len(g), batch_size):
+        _, pattern = model(torch.from_numpy(g[i : i + batch_size]).to(device))  # (b, 1, 1, cells, cells)
+        total += (pattern[:, 0, 0] * mask).sum(-1).mean(-1).sum().item()
+    return total / len(g)
+
+
+def exact_fraction(predicted: np.ndarray, true: np.ndarray) -> float:
+    """Share of grids (first axis) predicted exactly, every cell right."""
+    return float((predicted == true).reshape(len(true), -1).all(1).mean())
+
+
+def neighbourhood_accuracy(model: SingleAttentionNet) -> tuple[float, int]:
+    """Judge the model on all 512 3x3 neighbourhoods, each centred on every cell.
+
+    Returns (share of the 512 neighbourhoods right at every cell, number of
+    (neighbourhood, cell) pairs got wrong)."""
+    size = model.config.grid_size
+    grids, gi, r, c = neighbourhood_grids(size)
+    right = predict(model, grids)[gi, r, c] == life_step(grids)[gi, r, c]
+    # read each pair's neighbourhood back from the grid itself, as a code 0..511
+    block = np.stack([grids[gi, (r + dr) % size, (c + dc) % size] for dr in (-1, 0, 1) for dc in (-1, 0, 1)], 1)
+    code = (block * (1 << np.arange(9))).sum(1)
+    all_right = np.ones(512, bool)
+    np.logical_and.at(all_right, code, right)
+    return float(all_right.mean()), int((~right).sum())
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def life_loss(model: SingleAttentionNet, batch: tuple[torch.Tensor, torch.Tensor], label_smoothing: float = 0.0):
+    """Binary cross-entropy per cell, and the share of cells right, for one batch."""
+    device = next(model.parameters()).device
+    grids, targets = (t.to(device) for t in batch)
+    logits, _ = model(grids)
+    soft = targets.float() * (1 - 2 * label_smoothing) + label_smoothing
+    loss = F.binary_cross_entropy_with_logits(logits, soft)
+    return loss, {"cell_acc": ((logits > 0) == targets.bool()).float().mean().item()}
+
+
+def train_life(
+    config: LifeConfig = LifeConfig(),
+    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    stop_at_target: bool = True,
+) -> tuple[SingleAttentionNet, History, set[bytes]]:
+    """Build a model from `config` and train it on freshly generated grids.
+
+    Every `eval_every` steps it is validated on `val_grids` held-out grids of densities 0.05
+    to 0.95 (val_exact: share predicted exactly). With stop_at_target, training stops at the
+    first validation with every grid exact and the attention settled on the neighbours.
+    Returns (model, history, hashes of every training grid: to prove the test set is unseen).
+    """
+    rng = seed_everything(config.seed)
+    device = device or pick_device()
+    model = SingleAttentionNet(config).to(device)
+    val_rng = np.random.default_rng([config.seed, 1])  # a stream of its own: never the training stream
+    val_x = random_grids(config.val_grids, config.grid_size, val_rng)
+    val_y = life_step(val_x)
+    seen: set[bytes] = set()
+
+    def make_batch():
+        x = random_grids(config.batch_size, config.grid_size, rng, config.density)
+        seen.update(grid_hashes(x))
+        return torch.from_numpy(x), torch.from_numpy(life_step(x))
+
+    def evaluate(m):
+        return {
+            "val_exact": exact_fraction(predict(m, val_x), val_y),
+            "neighbour_attention": neighbour_attention(m, val_x[:256]) if config.mixer == "attention" else 1.0,
+        }
+
+    def on_eval(step, m, history):
+        stop = stop_at_target and history.last["val_exact"] == 1.0 and history.last["neighbour_attention"] >= config.attention_target
+        if callback is not None and callback(step, m, history):
+            stop = True
+        return stop
+
+    history = fit(
+        model,
+        forever(make_batch),
+        lambda m, b: life_loss(m, b, config.label_smoothing),
+        steps=config.steps,
+        lr=config.lr,
+        schedule=config.schedule,
+        warmup=config.warmup,
+        eval_fn=evaluate,
+        eval_every=config.eval_every,
+        callback=on_eval,
+        device=device,
+        progress=progress,
+    )
+    return model, history, seen
+
+
+# ----------------------------------------------------------------------------- the chapter's targets
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What `summarise` measured of a trained model, on data it never trained on."""
+
+    test_exact: float  # share of held-out random grids whose next state is exactly right
+    test_grids: int
+    dropped_as_seen: int  # random test draws left out because training had seen them
+    games_exact: float  # share of model-run games that match the true game at every step
+    games: int
+    game_steps: int
+    neighbourhoods_right: float  # share of the 512 3x3 neighbourhoods right at every cell
+    neighbourhood_errors: int  # (neighbourhood, cell) pairs got wrong, out of 512 * cells
+    neighbour_attention: float  # mean share of each cell's attention on its 8 neighbours
+
+    def rows(self, train_seconds: float, grid_size: int, time_limit: float = 300.0) -> list[tuple[str, str, str, str]]:
+        """(measure, target, measured, met) for the chapter's summary table."""
+        yes = lambda ok: "yes" if ok else "NO"  # noqa: E731
+        return [
+            (f"exact next state, {self.test_grids:,} unseen grids", "100 %", f"{100 * self.test_exact:.2f} %", yes(self.test_exact == 1)),
+            (f"exact games, {self.games} x {self.game_steps} steps on own outputs", "100 %", f"{100 * self.games_exact:.2f} %", yes(self.games_exact == 1)),
+            ("3x3 neighbourhoods right at every cell (of 512)", "100 %", f"{100 * self.neighbourhoods_right:.2f} %", yes(self.neighbourhoods_right == 1)),
+            ("attention on the 8 neighbours (mean)", ">= 99 %", f"{100 * self.neighbour_attention:.1f} %", yes(self.neighbour_attention >= 0.99)),
+            ("grid size", "16x16 (post)", f"{grid_size}x{grid_size}", "-" if grid_size != 16 else "yes"),
+            ("training time", f"<= {time_limit / 60:.0f} min", f"{train_seconds:.0f} s", yes(train_seconds <= time_limit)),
+        ]
+
+
+def summarise(
+    model: SingleAttentionNet, seen: set[bytes], test_grids: int = 10_000, games: int = 100, game_steps: int = 100, seed: int = 1234
+) -> Summary:
+    """Measure a trained model against the chapter's targets, on random grids (densities
+    0.05 to 0.95) from `seed`'s own stream, leaving out every grid in `seen` (the hashes of
+    the training grids, from `train_life`)."""
+    size = model.config.grid_size
+    rng = np.random.default_rng([seed, 2])
+    x, dropped = unseen_grids(test_grids, size, rng, seen)
+    starts, dropped_starts = unseen_grids(games, size, rng, seen)
+    truth = life_run(starts, game_steps)  # (steps + 1, games, size, size)
+    ours = model_run(model, starts, game_steps)
+    games_exact = float((ours == truth).reshape(game_steps + 1, games, -1).all(axis=(0, 2)).mean())
+    right, errors = neighbourhood_accuracy(model)
+    return Summary(
+        test_exact=exact_fraction(predict(model, x), life_step(x)),
+        test_grids=test_grids,
+        dropped_as_seen=dropped + dropped_starts,
+        games_exact=games_exact,
+        games=games,
+        game_steps=game_steps,
+        neighbourhoods_right=right,
+        neighbourhood_errors=errors,
+        neighbour_attention=neighbour_attention(model, x[:1000]) if model.config.mixer == "attention" else float("nan"),
+    )
+
+
+def format_table(rows, header: tuple[str, ...]) -> str:
+    """A plain-text table (for the terminal and for nbval to compare)."""
+    rows = [tuple(str(c) for c in r) for r in rows]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
+
+
+# ----------------------------------------------------------------------------- for readers with a kernel
+
+
+def life_widget(model: SingleAttentionNet):
+    """A board to draw on or fill with a famous pattern, stepped by the model beside the
+    true rule. Needs a running kernel (Jupyter, Colab); uses only ipywidgets APIs present in
+    both 7.7 (Colab) and 8."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    size = model.config.grid_size
+    cells = [w.ToggleButton(layout=w.Layout(width="26px", height="26px", padding="0")) for _ in range(size * size)]
+    board = w.GridBox(cells, layout=w.Layout(grid_template_columns=f"repeat({size}, 26px)", grid_gap="1px"))
+    fits = [name for name, rows in PATTERNS.items() if len(rows) <= size and max(map(len, rows)) <= size]
+    choose = w.Dropdown(options=["(draw your own)", "random"] + fits, description="pattern")
+    steps = w.IntSlider(value=8, min=1, max=40, description="steps")
+    go = w.Button(description="step with the model", button_style="primary")
+    out = w.Output()
+
+    def set_grid(g):
+        for b, v in zip(cells, g.ravel()):
+            b.value = bool(v)
+
+    def on_choose(change):
+        if change["new"] == "random":
+            set_grid(random_grids(1, size, np.random.default_rng(), (0.2, 0.5))[0])
+        elif change["new"] in PATTERNS:
+            set_grid(place(change["new"], size))
+
+    def on_go(_):
+        g = np.array([b.value for b in cells], np.uint8).reshape(size, size)
+        ours, truth = model_run(model, g, steps.value), life_run(g, steps.value)
+        with out:
+            out.clear_output(wait=True)
+            fig, axes = plt.subplots(2, steps.value + 1, figsize=(1.1 * (steps.value + 1), 2.6), squeeze=False)
+            for t in range(steps.value + 1):
+                for row, (name, run) in enumerate((("model", ours), ("rule", truth))):
+                    ax = axes[row, t]
+                    ax.imshow(run[t], cmap="Greys", vmin=0, vmax=1, interpolation="nearest")
+                    ax.set_xticks([])
+                    ax.set_yticks([])
+                    ax.set_title(f"{t}" if row == 0 else "", fontsize=8)
+                    if t == 0:
+                        ax.set_ylabel(name)
+            wrong = int((ours != truth).sum())
+            fig.suptitle(f"the model's game (top) and the rule's (bottom): {wrong} cells differ", fontsize=9)
+            plt.show()
+        set_grid(ours[-1])
+
+    choose.observe(on_choose, names="value")
+    go.on_click(on_go)
+    display(w.VBox([w.HBox([choose, steps, go]), board, out]))
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def main(argv: list[str] | None = None) -> Summary:
+    """Train SingleAttentionNet from the command line, measure it, and optionally save it.
+
+    python -m toylib.life --size 8 --seed 0 --save life8.pt
+    """
+    p = argparse.ArgumentParser(prog="python -m toylib.life", description="Train a transformer on Conway's Game of Life.")
+    p.add_argument("--size", type=int, default=LifeConfig.grid_size, help="grid size (default %(default)s)")
+    p.add_argument("--seed", type=int, default=LifeConfig.seed, help="seed of weights and data (default %(default)s)")
+    p.add_argument("--steps", type=int, default=LifeConfig.steps, help="most training steps (default %(default)s)")
+    p.add_argument("--d-model", type=int, default=LifeConfig.d_model, help="token width (default %(default)s)")
+    p.add_argument("--mixer", choices=MIXERS, default=LifeConfig.mixer, help="attention, or a fixed 3x3 average")
+    p.add_argument("--no-mask-self", action="store_true", help="let a cell attend to itself, as in the post")
+    p.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best there is)")
+    p.add_argument("--save", metavar="PATH", help="save the trained model here")
+    p.add_argument("--load", metavar="PATH", help="measure a saved model instead of training one")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    from toylib.train import load_checkpoint, save_checkpoint
+
+    if args.load:
+        model, config, extra = load_checkpoint(args.load, SingleAttentionNet, LifeConfig)
+        seen, seconds = set(), extra.get("train_seconds", float("nan"))
+    else:
+        config = LifeConfig(grid_size=args.size, seed=args.seed, steps=args.steps, d_model=args.d_model, mixer=args.mixer, mask_self=not args.no_mask_self)
+        model, history, seen = train_life(config, device=args.device, progress=not args.quiet)
+        seconds = history.seconds
+        print(f"trained {history.steps} steps in {seconds:.1f} s ({history.stop_reason})")
+    t0 = time.perf_counter()
+    summary = summarise(model, seen)
+    print(format_table(summary.rows(seconds, config.grid_size), ("measure", "target", "measured", "met")))
+    print(f"(measured in {time.perf_counter() - t0:.0f} s)")
+    if args.save:
+        save_checkpoint(args.save, model.cpu(), config, train_seconds=seconds, **{k: v for k, v in dataclasses.asdict(summary).items()})
+        print(f"saved {args.save}")
+    return summary
+
+
+if __name__ == "__main__":
+    main()

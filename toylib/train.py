@@ -1,0 +1,196 @@
+"""The one training loop of the book, its history, and checkpoints.
+
+`fit` knows nothing about any chapter: the chapter hands it batches, a loss function and,
+if it wants them, an evaluation function and a callback. Evaluation belongs to the task;
+the loop only records what the task measures and decides when to stop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+Batch = Any
+LossFn = Callable[[nn.Module, Batch], "torch.Tensor | tuple[torch.Tensor, dict[str, float]]"]
+
+
+@dataclasses.dataclass
+class History:
+    """What a training run measured. `records` holds one dict per evaluation, each with at
+    least `step`, `seconds` (training time so far, evaluation excluded), `lr` and `loss`
+    (the mean training loss since the previous record)."""
+
+    records: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0  # training time, evaluation and callbacks excluded
+    steps: int = 0
+    stop_reason: str = "steps"  # "steps", "early_stopping" or "callback"
+
+    def column(self, key: str) -> list[float]:
+        """One metric over the run, e.g. history.column("loss")."""
+        return [r[key] for r in self.records if key in r]
+
+    @property
+    def last(self) -> dict[str, float]:
+        return self.records[-1] if self.records else {}
+
+
+def lr_factor(schedule: str, step: int, total: int, warmup: int) -> float:
+    """Multiplier of the base learning rate at `step` (0-based): linear warm-up, then
+    "constant" or "cosine" decay to zero at `total`."""
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
+    if schedule == "cosine":
+        progress = (step - warmup) / max(1, total - warmup)
+        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+    raise ValueError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
+
+
+def fit(
+    model: nn.Module,
+    batches: Iterable[Batch],
+    loss_fn: LossFn,
+    *,
+    steps: int,
+    lr: float = 1e-3,
+    weight_decay: float = 0.0,
+    schedule: str = "constant",
+    warmup: int = 0,
+    plateau: tuple[float, int] | None = None,
+    eval_fn: Callable[[nn.Module], dict[str, float]] | None = None,
+    eval_every: int = 100,
+    monitor: str = "val_loss",
+    patience: int | None = None,
+    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
+    grad_clip: float | None = None,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+) -> History:
+    """Train `model` with AdamW for at most `steps` batches drawn from `batches`.
+
+    loss_fn(model, batch) -> loss, or (loss, metrics); it moves the batch to the model's
+        device itself, so batches can be built on the CPU.
+    schedule, warmup: learning rate per step (see `lr_factor`).
+    plateau=(factor, patience): instead of a schedule, multiply the learning rate by
+        `factor` when `monitor` has not improved for `patience` evaluations.
+    eval_fn(model) -> metrics, run in eval mode under no_grad every `eval_every` steps and
+        at the end; metrics are stored in the history.
+    patience: early stopping when `monitor` (lower is better) has not improved for that many
+        evaluations; the weights of the best evaluation are restored.
+    callback(step, model, history) runs after every evaluation (for attention snapshots,
+        live plots); returning True stops training, e.g. once a target is reached.
+    """
+    if steps < 1 or eval_every < 1:
+        raise ValueError(f"steps and eval_every must be positive, got steps={steps}, eval_every={eval_every}")
+    if device is not None:
+        model.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    if plateau is not None:
+        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=plateau[0], patience=plateau[1])
+    else:
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(schedule, s, steps, warmup))
+    history, best, best_state, bad_evals = History(), math.inf, None, 0
+    it: Iterator[Batch] = iter(batches)
+    bar = tqdm(total=steps, disable=not progress, mininterval=0.5, leave=True)
+    running, n_running, train_seconds = 0.0, 0, 0.0
+    for step in range(1, steps + 1):
+        t0 = time.perf_counter()
+        model.train()
+        out = loss_fn(model, next(it))
+        loss, metrics = out if isinstance(out, tuple) else (out, {})
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if grad_clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        opt.step()
+        if plateau is None:
+            sched.step()
+        running += loss.item()  # .item() syncs a GPU, so the timing below is honest
+        n_running += 1
+        train_seconds += time.perf_counter() - t0
+        bar.update(1)
+        if step % eval_every and step != steps:
+            continue
+        record = {"step": step, "seconds": train_seconds, "lr": opt.param_groups[0]["lr"], "loss": running / n_running}
+        record.update({k: float(v) for k, v in metrics.items()})
+        running, n_running = 0.0, 0
+        if eval_fn is not None:
+            model.eval()
+            with torch.no_grad():
+                record.update({k: float(v) for k, v in eval_fn(model).items()})
+        history.records.append(record)
+        history.seconds, history.steps = train_seconds, step
+        bar.set_postfix({k: f"{v:.4g}" for k, v in record.items() if k not in ("step", "seconds", "lr")}, refresh=False)
+        if monitor in record:
+            value = record[monitor]
+            if plateau is not None:
+                sched.step(value)
+            if value < best:
+                best, bad_evals = value, 0
+                if patience is not None:
+                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            else:
+                bad_evals += 1
+            if patience is not None and bad_evals >= patience:
+                history.stop_reason = "early_stopping"
+                break
+        if callback is not None and callback(step, model, history):
+            history.stop_reason = "callback"
+            break
+    bar.close()
+    if history.stop_reason == "early_stopping" and best_state is not None:
+        model.load_state_dict(best_state)
+    return history
+
+
+def forever(make_batch: Callable[[], Batch]) -> Iterator[Batch]:
+    """An endless stream of freshly generated batches, for tasks whose data is unlimited."""
+    while True:
+        yield make_batch()
+
+
+def minibatches(*tensors: torch.Tensor, batch_size: int, generator: torch.Generator) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Endless shuffled minibatches (epoch after epoch) over a fixed dataset of equal-length tensors."""
+    n = len(tensors[0])
+    if any(len(t) != n for t in tensors):
+        raise ValueError(f"tensors must have the same length, got {[len(t) for t in tensors]}")
+    if not 1 <= batch_size:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    while True:
+        order = torch.randperm(n, generator=generator)
+        for i in range(0, n, batch_size):
+            idx = order[i : i + batch_size]
+            yield tuple(t[idx] for t in tensors)
+
+
+def save_checkpoint(path: str | Path, model: nn.Module, config: Any, **extra: Any) -> None:
+    """Save weights and the model's frozen-dataclass config (plus plain-data extras such as
+    metrics) in a file that `torch.load(..., weights_only=True)` can read back."""
+    if not dataclasses.is_dataclass(config):
+        raise ValueError(f"config must be a dataclass instance, got {type(config).__name__}")
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    torch.save({"config": dataclasses.asdict(config), "state_dict": state, "extra": extra}, path)
+
+
+def load_checkpoint(path: str | Path, model_cls: type[nn.Module], config_cls: type) -> tuple[nn.Module, Any, dict]:
+    """Rebuild `model_cls(config_cls(**saved_config))` and load its weights.
+
+    Returns (model in eval mode on the CPU, config, extras)."""
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = set(saved["config"]) - fields
+    if unknown:
+        raise ValueError(f"checkpoint {path} has config fields {sorted(unknown)} unknown to {config_cls.__name__}")
+    config = config_cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved["config"].items()})
+    model = model_cls(config)
+    model.load_state_dict(saved["state_dict"])
+    return model.eval(), config, saved["extra"]
