@@ -171,3 +171,19 @@ def test_training_curves_need_recorded_metrics():
     assert len(fig.axes) == 2
     with pytest.raises(ValueError, match="accuracy"):
         training_curves(h, ["accuracy"])
+
+
+def test_restore_best_undoes_a_late_spike():
+    model = Tiny(TinyConfig())
+    batches, loss_fn = regression_task()
+    values = iter([3.0, 1.0, 2.0, 9.0])
+    snapshots = {}
+
+    def eval_fn(m):
+        v = next(values)
+        snapshots[v] = m.lin.weight.detach().clone()
+        return {"val_loss": v}
+
+    h = fit(model, batches, loss_fn, steps=20, eval_every=5, eval_fn=eval_fn, restore_best=True, progress=False)
+    assert h.stop_reason == "steps" and h.restored_step == 10
+    torch.testing.assert_close(model.lin.weight, snapshots[1.0])

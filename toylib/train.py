@@ -32,6 +32,7 @@ class History:
     seconds: float = 0.0  # training time, evaluation and callbacks excluded
     steps: int = 0
     stop_reason: str = "steps"  # "steps", "early_stopping" or "callback"
+    restored_step: int | None = None  # the step whose weights were restored at the end, if any
 
     def column(self, key: str) -> list[float]:
         """One metric over the run, e.g. history.column("loss")."""
@@ -70,6 +71,7 @@ def fit(
     eval_every: int = 100,
     monitor: str = "val_loss",
     patience: int | None = None,
+    restore_best: bool = False,
     callback: Callable[[int, nn.Module, History], bool | None] | None = None,
     grad_clip: float | None = None,
     device: torch.device | str | None = None,
@@ -86,6 +88,8 @@ def fit(
         at the end; metrics are stored in the history.
     patience: early stopping when `monitor` (lower is better) has not improved for that many
         evaluations; the weights of the best evaluation are restored.
+    restore_best: when training runs out of steps, restore the weights of the evaluation
+        with the best `monitor`, so that a late loss spike is never the final model.
     callback(step, model, history) runs after every evaluation (for attention snapshots,
         live plots); returning True stops training, e.g. once a target is reached.
     """
@@ -98,7 +102,7 @@ def fit(
         sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=plateau[0], patience=plateau[1])
     else:
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(schedule, s, steps, warmup))
-    history, best, best_state, bad_evals = History(), math.inf, None, 0
+    history, best, best_state, best_step, bad_evals = History(), math.inf, None, None, 0
     it: Iterator[Batch] = iter(batches)
     bar = tqdm(total=steps, disable=not progress, mininterval=0.5, leave=True)
     running, n_running, train_seconds = 0.0, 0, 0.0
@@ -135,8 +139,8 @@ def fit(
             if plateau is not None:
                 sched.step(value)
             if value < best:
-                best, bad_evals = value, 0
-                if patience is not None:
+                best, best_step, bad_evals = value, step, 0
+                if patience is not None or restore_best:
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             else:
                 bad_evals += 1
@@ -147,8 +151,10 @@ def fit(
             history.stop_reason = "callback"
             break
     bar.close()
-    if history.stop_reason == "early_stopping" and best_state is not None:
+    restore = history.stop_reason == "early_stopping" or (restore_best and history.stop_reason == "steps")
+    if restore and best_state is not None and best_step != history.steps:
         model.load_state_dict(best_state)
+        history.restored_step = best_step
     return history
 
 
