@@ -3,6 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export MPLBACKEND=Agg
 .venv/bin/python scripts/build_book.py "$@"
 echo "The site is in _build/html/index.html"
