@@ -96,17 +96,21 @@ def unseen_grids(n: int, size: int, rng: np.random.Generator, seen: set[bytes]) 
     kept, dropped, have = [], 0, 0
     while have < n:
         x = random_grids(n - have, size, rng)
-        fresh = np.array([h not in seen for h in (np.packbits(x.reshape(len(x), -1), axis=1)[i].tobytes() for i in range(len(x)))], bool)
+        fresh = np.array([key not in seen for key in _grid_keys(x)], bool)
         kept.append(x[fresh])
         dropped += int((~fresh).sum())
         have += int(fresh.sum())
     return np.concatenate(kept), dropped
 
 
+def _grid_keys(grids: np.ndarray) -> list[bytes]:
+    """One short byte string per grid of a batch: its cells packed 8 to a byte."""
+    return [row.tobytes() for row in np.packbits(grids.reshape(len(grids), -1), axis=1)]
+
+
 def grid_hashes(grids: np.ndarray) -> set[bytes]:
     """A set of byte strings, one per grid, to check that test grids never appeared in training."""
-    g = np.packbits(check_grids(grids).reshape(len(grids), -1), axis=1)
-    return {row.tobytes() for row in g}
+    return set(_grid_keys(check_grids(grids)))
 
 
 def neighbourhood_grids(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -247,7 +251,7 @@ class SingleAttentionNet(nn.Module):
         self.W_V = nn.Parameter(torch.randn(d, d) / math.sqrt(d))
         self.W_hidden = nn.Parameter(torch.randn(d, d) / math.sqrt(d))
         self.W_class = nn.Parameter(torch.randn(d, 1) / math.sqrt(d))
-        # log of a scale on the attention scores; exp(0) = 1 is the post's plain 1/sqrt(d)
+        # log of a scale on the attention scores, on top of the post's 1/sqrt(d); learned unless learn_scale=False
         self.log_scale = nn.Parameter(torch.tensor(math.log(config.scale_init)), requires_grad=config.learn_scale)
         may_attend = ~torch.eye(n, dtype=torch.bool) if config.mask_self else None  # (cells, cells)
         self.register_buffer("may_attend", may_attend, persistent=False)
