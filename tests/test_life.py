@@ -178,3 +178,22 @@ def test_attention_share_on_self_and_bad_choice():
     assert neighbour_attention(model, grids) == pytest.approx(8 / 9)
     with pytest.raises(ValueError, match="on must be"):
         neighbour_attention(model, grids, on="diagonal")
+
+
+def test_widget_steps_a_chosen_pattern_with_the_model():
+    pytest.importorskip("ipywidgets")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from toylib.life import life_widget, model_run
+
+    model = SingleAttentionNet(LifeConfig(grid_size=6, d_model=8))
+    box = life_widget(model)
+    (choose, steps, go), board, _ = box.children[0].children, box.children[1], box.children[2]
+    choose.value = "glider"
+    drawn = np.array([b.value for b in board.children], np.uint8).reshape(6, 6)
+    np.testing.assert_array_equal(drawn, place("glider", 6))
+    steps.value = 3
+    go.click()
+    after = np.array([b.value for b in board.children], np.uint8).reshape(6, 6)
+    np.testing.assert_array_equal(after, model_run(model, place("glider", 6), 3)[-1])

@@ -486,11 +486,10 @@ def format_table(rows, header: tuple[str, ...]) -> str:
 
 def life_widget(model: SingleAttentionNet):
     """A board to draw on or fill with a famous pattern, stepped by the model beside the
-    true rule. Needs a running kernel (Jupyter, Colab); uses only ipywidgets APIs present in
-    both 7.7 (Colab) and 8."""
+    true rule; returns the widget (the last expression of a cell displays it). Needs a
+    running kernel (Jupyter, Colab); uses only ipywidgets APIs present in both 7.7 (Colab) and 8."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
-    from IPython.display import display
 
     size = model.config.grid_size
     cells = [w.ToggleButton(layout=w.Layout(width="26px", height="26px", padding="0")) for _ in range(size * size)]
@@ -533,7 +532,7 @@ def life_widget(model: SingleAttentionNet):
 
     choose.observe(on_choose, names="value")
     go.on_click(on_go)
-    display(w.VBox([w.HBox([choose, steps, go]), board, out]))
+    return w.VBox([w.HBox([choose, steps, go]), board, out])
 
 
 # ----------------------------------------------------------------------------- command line
