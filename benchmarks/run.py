@@ -23,10 +23,9 @@ from toylib import life
 
 
 def life_rows(seeds: range, size: int, device: str | None):
-    config = life.LifeConfig(grid_size=size)
     rows, times = [], []
     for seed in seeds:
-        cfg = life.LifeConfig(**{**config.__dict__, "seed": seed})
+        cfg = life.LifeConfig(grid_size=size, seed=seed)
         model, history, seen = life.train_life(cfg, device=device, progress=False)
         s = life.summarise(model, seen)
         met = [r[3] for r in s.rows(history.seconds, size)]

@@ -23,7 +23,7 @@ from torch import nn
 
 from toylib.attention import attention
 from toylib.device import pick_device, seed_everything
-from toylib.train import History, fit, forever
+from toylib.train import History, fit, forever, load_checkpoint, save_checkpoint
 
 # The 8 offsets (row, column) of a cell's neighbours.
 NEIGHBOUR_OFFSETS = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
@@ -555,11 +555,10 @@ def main(argv: list[str] | None = None) -> Summary:
     p.add_argument("--load", metavar="PATH", help="measure a saved model instead of training one")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    from toylib.train import load_checkpoint, save_checkpoint
-
     if args.load:
         model, config, extra = load_checkpoint(args.load, SingleAttentionNet, LifeConfig)
         seen, seconds = set(), extra.get("train_seconds", float("nan"))
+        print("(a loaded model does not carry its training grids: the test grids are not checked against them)")
     else:
         config = LifeConfig(grid_size=args.size, seed=args.seed, steps=args.steps, d_model=args.d_model, mixer=args.mixer, mask_self=not args.no_mask_self)
         model, history, seen = train_life(config, device=args.device, progress=not args.quiet)
