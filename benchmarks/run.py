@@ -3,6 +3,7 @@
     python benchmarks/run.py                 # every chapter, 10 seeds each
     python benchmarks/run.py --seeds 3       # fewer seeds
     python benchmarks/run.py --life-size 16  # the Life chapter at the post's grid size
+    python benchmarks/run.py --chapters sequences   # one chapter only
 
 A run "converges" when its trained model meets every target of its chapter's summary
 (measured on unseen data, as in the chapter) within the chapter's time budget.
@@ -19,7 +20,8 @@ import time
 
 import torch
 
-from toylib import life
+from toylib import life, sequences
+from toylib.plot import format_table
 
 
 def life_rows(seeds: range, size: int, device: str | None):
@@ -34,7 +36,7 @@ def life_rows(seeds: range, size: int, device: str | None):
         rows.append((f"life {size}x{size}", seed, history.steps, f"{history.seconds:.0f}", f"{100 * s.test_exact:.2f}",
                      f"{100 * s.games_exact:.0f}", f"{100 * s.neighbourhoods_right:.0f}", f"{100 * s.neighbour_attention:.2f}",
                      "yes" if ok else "no"))
-        print(life.format_table(rows[-1:], HEADER).splitlines()[-1], flush=True)
+        print(format_table(rows[-1:], HEADER).splitlines()[-1], flush=True)
     n_ok = sum(r[-1] == "yes" for r in rows)
     return rows, f"life {size}x{size}: {n_ok}/{len(rows)} seeds converged; training time median {statistics.median(times):.0f} s, max {max(times):.0f} s"
 
@@ -46,13 +48,26 @@ if __name__ == "__main__":
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--life-size", type=int, default=life.LifeConfig.grid_size)
     p.add_argument("--device", default=None)
+    p.add_argument("--chapters", default="life,sequences", help="comma-separated: life, sequences")
     args = p.parse_args()
+    args.chapters = args.chapters.split(",")
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, device {args.device or 'auto'}")
     t0 = time.perf_counter()
-    print(life.format_table([], HEADER))
-    rows, line = life_rows(range(args.seeds), args.life_size, args.device)
-    print()
-    print(life.format_table(rows, HEADER))
-    print(line)
+    if "life" in args.chapters:
+        print(format_table([], HEADER))
+        rows, line = life_rows(range(args.seeds), args.life_size, args.device)
+        print()
+        print(format_table(rows, HEADER))
+        print(line)
+    if "sequences" in args.chapters:
+        # one row per task, implementation (PyTorch, and NumPy for copy and reverse), length and seed
+        rows = sequences.benchmark_rows(range(args.seeds), device=args.device or "cpu")
+        print()
+        print(format_table(rows, sequences.BENCHMARK_HEADER))
+        for impl in ("torch", "numpy"):
+            mine = [r for r in rows if r[2] == impl]
+            times = [float(r[6]) for r in mine]
+            print(f"sequences {impl}: {sum(r[-1] == 'yes' for r in mine)}/{len(mine)} runs converged; "
+                  f"training time median {statistics.median(times):.1f} s, max {max(times):.1f} s")
     print(f"benchmark took {time.perf_counter() - t0:.0f} s")

@@ -62,3 +62,14 @@ def test_book_configuration_guards_the_build():
     assert CONFIG["only_build_toc_files"] is True
     assert CONFIG["repository"]["branch"] and CONFIG["launch_buttons"]["colab_url"]
     assert CONFIG["sphinx"]["recursive_update"] is True
+
+
+def test_the_sequences_summary_table_is_compared_by_nbval():
+    cells = code_cells(ROOT / "book" / "sequences.ipynb")
+    summary = [c for c in cells if 'format_table(summary, ("measure", "target", "measured", "met"))' in "".join(c["source"])]
+    assert summary, "the chapter prints a summary"
+    cell = summary[0]
+    assert "nbval-ignore-output" not in cell.get("metadata", {}).get("tags", [])
+    text = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    assert "PyTorch exact match" in text and "attention on source" in text
+    assert "NO" not in text.split(), "the stored summary meets every target"

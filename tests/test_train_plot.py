@@ -104,6 +104,22 @@ def test_plateau_lowers_the_learning_rate():
     assert lrs[0] == 0.1 and lrs[-1] < 0.1
 
 
+def test_plain_sgd_is_offered_and_other_optimizers_are_refused():
+    seed_everything(0)
+    model = Tiny(TinyConfig())
+    batches, loss_fn = regression_task()
+    before = model.lin.weight.detach().clone()
+    x, y = next(regression_task()[0])
+    grad = torch.autograd.grad(torch.nn.functional.mse_loss(model(x), y), model.lin.weight)[0]
+    fit(model, regression_task()[0], lambda m, b: loss_fn(m, b)[0], steps=1, lr=0.1, optimizer="sgd", progress=False)
+    # one plain SGD step on the same first batch: w <- w - lr * grad, nothing else
+    torch.testing.assert_close(model.lin.weight.detach(), before - 0.1 * grad)
+    h = fit(model, batches, loss_fn, steps=300, lr=0.05, eval_every=100, optimizer="sgd", progress=False)
+    assert h.column("loss")[-1] < 1e-3
+    with pytest.raises(ValueError, match="optimizer"):
+        fit(model, batches, loss_fn, steps=1, optimizer="adam", progress=False)
+
+
 def test_lr_schedules():
     assert lr_factor("constant", 0, 100, 10) == pytest.approx(0.1)
     assert lr_factor("constant", 50, 100, 10) == 1.0

@@ -23,6 +23,7 @@ from torch import nn
 
 from toylib.attention import attention
 from toylib.device import pick_device, seed_everything
+from toylib.plot import format_table
 from toylib.train import History, fit, forever, load_checkpoint, save_checkpoint
 
 # The 8 offsets (row, column) of a cell's neighbours.
@@ -471,14 +472,6 @@ def summarise(
         neighbourhood_errors=errors,
         neighbour_attention=neighbour_attention(model, x[:1000]) if model.config.mixer == "attention" else float("nan"),
     )
-
-
-def format_table(rows, header: tuple[str, ...]) -> str:
-    """A plain-text table (for the terminal and for nbval to compare)."""
-    rows = [tuple(str(c) for c in r) for r in rows]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
 
 
 # ----------------------------------------------------------------------------- for readers with a kernel

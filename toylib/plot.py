@@ -1,4 +1,5 @@
-"""Plotting for the whole book: one attention grid, one animation helper, training curves.
+"""Plotting for the whole book: one attention grid, one animation helper, training curves,
+and the plain-text tables that chapters print for nbval to compare.
 
 Animations are matplotlib FuncAnimations shown with `show_animation`, which embeds the
 frames as JavaScript-driven HTML: it plays on the static site without a kernel and
@@ -138,6 +139,14 @@ def training_curves(history: History, metrics: Sequence[str] = ("loss",), *, tit
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def format_table(rows, header: tuple[str, ...]) -> str:
+    """A plain-text table (for the terminal and for nbval to compare)."""
+    rows = [tuple(str(c) for c in r) for r in rows]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
 
 
 def show_code(obj) -> "object":

@@ -74,10 +74,11 @@ def fit(
     restore_best: bool = False,
     callback: Callable[[int, nn.Module, History], bool | None] | None = None,
     grad_clip: float | None = None,
+    optimizer: str = "adamw",
     device: torch.device | str | None = None,
     progress: bool = True,
 ) -> History:
-    """Train `model` with AdamW for at most `steps` batches drawn from `batches`.
+    """Train `model` with AdamW (or plain SGD) for at most `steps` batches drawn from `batches`.
 
     loss_fn(model, batch) -> loss, or (loss, metrics); it moves the batch to the model's
         device itself, so batches can be built on the CPU.
@@ -92,12 +93,19 @@ def fit(
         with the best `monitor`, so that a late loss spike is never the final model.
     callback(step, model, history) runs after every evaluation (for attention snapshots,
         live plots); returning True stops training, e.g. once a target is reached.
+    optimizer: "adamw" (the default), or "sgd": plain stochastic gradient descent, no
+        momentum, for ablations that ask whether the optimiser matters.
     """
     if steps < 1 or eval_every < 1:
         raise ValueError(f"steps and eval_every must be positive, got steps={steps}, eval_every={eval_every}")
+    if optimizer not in ("adamw", "sgd"):
+        raise ValueError(f"optimizer must be 'adamw' or 'sgd', got {optimizer!r}")
     if device is not None:
         model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    if optimizer == "adamw":
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=weight_decay)
     if plateau is not None:
         sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=plateau[0], patience=plateau[1])
     else:

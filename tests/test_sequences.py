@@ -1,0 +1,289 @@
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from toylib.sequences import (
+    NumpyTransformer,
+    SeqConfig,
+    SeqTransformer,
+    attention_on_source,
+    evaluate,
+    filter_attention,
+    in_split,
+    main,
+    make_targets,
+    sample_sequences,
+    sequence_hash,
+    sequence_loss,
+    source_positions,
+    split_of,
+    train_numpy,
+    train_sequences,
+    weight_splits,
+)
+
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These models are tiny: on a busy 2-core machine, two intra-op threads spend more time
+    waiting for each other than computing (a 400-step run took 20 s instead of 1 s)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ----------------------------------------------------------------------------- the tasks
+
+
+def test_tasks_by_hand():
+    x = np.array([[1, 2, 3, 4], [7, 5, 9, 6]])
+    np.testing.assert_array_equal(make_targets("copy", x), x)
+    np.testing.assert_array_equal(make_targets("reverse", x), [[4, 3, 2, 1], [6, 9, 5, 7]])
+    np.testing.assert_array_equal(make_targets("rotate", x), [[2, 3, 4, 1], [5, 9, 6, 7]])
+    np.testing.assert_array_equal(make_targets("filter", x, threshold=5), [[1, 2, 3, 4], [0, 5, 0, 0]])
+    np.testing.assert_array_equal(make_targets("filter", x, threshold=3), [[1, 2, 3, 0], [0, 0, 0, 0]])
+
+
+def test_length_one_and_source_positions():
+    x = np.array([[3]])
+    for task in ("copy", "reverse", "rotate"):
+        np.testing.assert_array_equal(make_targets(task, x), x)
+    np.testing.assert_array_equal(source_positions("reverse", 5), [4, 3, 2, 1, 0])
+    np.testing.assert_array_equal(source_positions("rotate", 5), [1, 2, 3, 4, 0])
+    np.testing.assert_array_equal(source_positions("filter", 3), [0, 1, 2])
+
+
+def test_targets_read_from_source_positions():
+    x = sample_sequences(50, 7, 10, np.random.default_rng(0))
+    for task in ("copy", "reverse", "rotate"):
+        np.testing.assert_array_equal(make_targets(task, x), x[:, source_positions(task, 7)])
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(task="sort"), "unknown task"),
+        (dict(length=0), "length"),
+        (dict(task="filter", vocab=10, threshold=9), "threshold"),  # nothing would ever be filtered
+        (dict(task="filter", vocab=10, threshold=0), "threshold"),  # everything would be
+        (dict(task="filter", vocab=2, threshold=1), "threshold"),  # one value: cannot keep some and drop some
+        (dict(vocab=1), "vocab"),
+        (dict(optimizer="adagrad"), "optimizer"),
+        (dict(queries="content"), "queries"),
+        (dict(residual=True), "queries"),  # position-only queries are for the bare layers
+    ],
+)
+def test_bad_settings_raise(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        SeqConfig(**kwargs)
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match="unknown task"):
+        make_targets("sort", np.ones((1, 3), int))
+    with pytest.raises(ValueError, match="length"):
+        source_positions("copy", 0)
+    with pytest.raises(ValueError, match="empty symbol"):
+        make_targets("copy", np.array([[1, 0, 2]]))
+    with pytest.raises(ValueError, match="2-D"):
+        make_targets("copy", np.array([1, 2, 3]))
+    with pytest.raises(ValueError, match="split"):
+        in_split(np.ones((1, 3), int), "training")
+    with pytest.raises(ValueError, match="empty"):
+        sample_sequences(5, 1, 2, np.random.default_rng(0), "test")  # the one sequence [1] is not test
+
+
+# ----------------------------------------------------------------------------- held-out data
+
+
+def test_hash_is_stable_and_depends_on_length():
+    x = np.array([[1, 2, 3], [3, 2, 1]])
+    np.testing.assert_array_equal(sequence_hash(x), sequence_hash(x.copy()))
+    assert sequence_hash(x)[0] != sequence_hash(x)[1]
+    assert sequence_hash(np.array([[1, 2]]))[0] != sequence_hash(np.array([[1, 2, 1]]))[0]
+    # fixed values: the split must not change between machines, runs or numpy versions
+    assert int(sequence_hash(np.array([[1, 2, 3, 4]]))[0]) == 13481510965010605220
+    assert split_of(np.array([[1, 2, 3, 4], [4, 3, 2, 1]])).tolist() == ["test", "train"]
+
+
+@pytest.mark.parametrize("length", [3, 8])
+def test_splits_are_disjoint_and_cover_everything(length):
+    rng = np.random.default_rng(1)
+    splits = {s: sample_sequences(3000, length, 10, rng, s) for s in ("train", "val", "test")}
+    keys = {s: {row.tobytes() for row in x} for s, x in splits.items()}
+    assert not keys["train"] & keys["test"] and not keys["train"] & keys["val"] and not keys["val"] & keys["test"]
+    for s, x in splits.items():
+        assert (split_of(x) == s).all() and x.min() >= 1 and x.max() <= 9
+    # every sequence of length 3 belongs to exactly one split, about 80/10/10
+    all3 = np.stack(np.meshgrid(*[np.arange(1, 10)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    counts = {s: int(in_split(all3, s).sum()) for s in ("train", "val", "test")}
+    assert sum(counts.values()) == len(all3) and 50 <= counts["test"] <= 110
+
+
+def test_sampling_is_seeded():
+    a = sample_sequences(20, 6, 10, np.random.default_rng(7), "test")
+    b = sample_sequences(20, 6, 10, np.random.default_rng(7), "test")
+    np.testing.assert_array_equal(a, b)
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+def test_forward_shapes_and_weight_splits():
+    cfg = SeqConfig(length=5, d_pos=6)
+    model = SeqTransformer(cfg)
+    logits, patterns = model(torch.ones(3, 5, dtype=torch.long))
+    assert logits.shape == (3, 5, 10) and patterns.shape == (3, 1, 1, 5, 5)
+    torch.testing.assert_close(patterns.sum(-1), torch.ones(3, 1, 1, 5))
+    assert model(torch.ones(2, 9, dtype=torch.long))[1].shape == (2, 1, 1, 9, 9)  # any length
+    w = weight_splits(model)
+    assert set(w) == {"W_Q", "W_K", "W_V"}
+    assert w["W_K"]["content"].shape == (10, 16) and w["W_K"]["position"].shape == (6, 16)
+    deep = SeqTransformer(dataclasses.replace(cfg, n_layers=2, residual=True, queries="input"))
+    assert deep(torch.ones(2, 5, dtype=torch.long))[1].shape == (2, 2, 1, 5, 5)
+    assert weight_splits(deep, layer=1)["W_V"]["position"].shape == (6, 16)
+
+
+def test_position_queries_ignore_content():
+    model = SeqTransformer(SeqConfig(length=5))
+    _, a = model(torch.tensor([[1, 2, 3, 4, 5]]))
+    _, b = model(torch.tensor([[1, 2, 3, 4, 5]]))
+    _, c = model(torch.tensor([[5, 4, 3, 2, 1]]))
+    # the pattern changes with the content only through the keys, so it does change...
+    assert not torch.allclose(a, c)
+    # ...but a model whose keys ignore content too attends the same way to every sequence
+    with torch.no_grad():
+        model.layers[0].W_K.weight[:, :10] = 0
+    torch.testing.assert_close(model(torch.tensor([[1, 2, 3, 4, 5]]))[1], model(torch.tensor([[5, 4, 3, 2, 1]]))[1])
+    with torch.no_grad():
+        model.layers[0].W_Q.weight[:, :10] += 1.0  # the content rows of W_Q are never read
+    torch.testing.assert_close(model(torch.tensor([[1, 2, 3, 4, 5]]))[1], model(torch.tensor([[5, 4, 3, 2, 1]]))[1])
+
+
+@pytest.mark.parametrize("queries", ["position", "input"])
+def test_no_positions_means_no_position_signal(queries):
+    model = SeqTransformer(SeqConfig(positions=False, queries=queries))
+    x = torch.tensor([[1, 2, 3, 4]])
+    logits, _ = model(x)
+    logits_perm, _ = model(x[:, [3, 2, 1, 0]])
+    # without positions, attention is blind to order: permuting the input permutes the output
+    torch.testing.assert_close(logits_perm, logits[:, [3, 2, 1, 0]])
+
+
+# ----------------------------------------------------------------------------- NumPy, by hand
+
+
+def _small_numpy_model(seed=0, length=4, queries="position"):
+    cfg = SeqConfig(task="reverse", length=length, vocab=5, threshold=2, d_pos=4, queries=queries)
+    model = NumpyTransformer(cfg, np.random.default_rng(seed))
+    rng = np.random.default_rng(seed + 1)
+    for k in model.params:  # larger weights than at initialisation: a sharper, harder softmax
+        model.params[k] = rng.normal(0, 0.7, model.params[k].shape)
+    x = sample_sequences(3, length, cfg.vocab, rng)
+    return model, x, make_targets(cfg.task, x)
+
+
+@pytest.mark.parametrize("queries", ["position", "input"])
+def test_numpy_gradients_match_finite_differences(queries):
+    model, x, y = _small_numpy_model(queries=queries)
+    _, grads = model.backward(model.forward(x)[2], y)
+    rng = np.random.default_rng(2)
+    eps = 1e-6
+    for name, p in model.params.items():
+        for idx in [tuple(rng.integers(s) for s in p.shape) for _ in range(6)]:
+            old = p[idx]
+            p[idx] = old + eps
+            up = model.backward(model.forward(x)[2], y)[0]
+            p[idx] = old - eps
+            down = model.backward(model.forward(x)[2], y)[0]
+            p[idx] = old
+            assert grads[name][idx] == pytest.approx((up - down) / (2 * eps), rel=1e-5, abs=1e-8), (name, idx)
+
+
+@pytest.mark.parametrize("queries", ["position", "input"])
+def test_numpy_matches_torch_autograd(queries):
+    model, x, y = _small_numpy_model(seed=3, queries=queries)
+    logits_np, patterns_np, cache = model.forward(x)
+    loss_np, grads = model.backward(cache, y)
+    torch_model = SeqTransformer(model.config).double()
+    torch_model.load_state_dict(model.torch_state_dict(torch.float64))
+    torch_model.double()
+    batch = (torch.from_numpy(x), torch.from_numpy(y))
+    logits, patterns = torch_model(batch[0])
+    np.testing.assert_allclose(patterns.detach().numpy(), patterns_np, atol=1e-6)
+    loss = sequence_loss(torch_model, batch)
+    loss.backward()
+    assert loss.item() == pytest.approx(loss_np, rel=1e-5)
+    names = {"W_Q": "layers.0.W_Q", "W_K": "layers.0.W_K", "W_V": "layers.0.W_V", "W_O": "layers.0.W_O", "W_R": "readout"}
+    params = dict(torch_model.named_parameters())
+    for ours, theirs in names.items():
+        np.testing.assert_allclose(params[f"{theirs}.weight"].grad.numpy().T, grads[ours], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(params[f"{theirs}.bias"].grad.numpy(), grads["b" + ours[1:]], rtol=1e-9, atol=1e-12)
+
+
+def test_numpy_model_rejects_what_it_does_not_implement():
+    with pytest.raises(ValueError, match="one layer"):
+        NumpyTransformer(SeqConfig(n_layers=2), np.random.default_rng(0))
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def test_short_training_reaches_copy_and_is_deterministic():
+    cfg = SeqConfig(task="reverse", length=4, steps=400, val_size=500, eval_every=25)
+    model, history = train_sequences(cfg, device="cpu", progress=False)
+    assert history.stop_reason == "callback" and history.last["val_exact"] == 1.0
+    result = evaluate(model, n=2000)
+    assert result["exact"] == 1.0 and result["attention_on_source"] > 0.99
+    again, history2 = train_sequences(dataclasses.replace(cfg, steps=50), device="cpu", progress=False)
+    assert history2.column("loss") == history.column("loss")[:2]
+
+
+def test_numpy_training_is_deterministic_and_learns():
+    cfg = SeqConfig(task="reverse", length=4, steps=300, val_size=500, eval_every=25)
+    a, ha = train_numpy(cfg)
+    b, hb = train_numpy(cfg)
+    assert ha.column("loss") == hb.column("loss")
+    assert ha.last["val_exact"] == 1.0 and evaluate(a, n=1000)["exact"] == 1.0
+
+
+def test_benchmark_rows_have_the_header_shape():
+    from toylib.sequences import BENCHMARK_HEADER, benchmark_rows
+
+    rows = benchmark_rows(seeds=[0], lengths=[4], tasks=["rotate"], numpy_tasks=["copy"], n_test=500)
+    assert [r[:5] for r in rows] == [("sequences", "rotate", "torch", 4, 0), ("sequences", "copy", "numpy", 4, 0)]
+    assert all(len(r) == len(BENCHMARK_HEADER) and r[-1] in ("yes", "no") for r in rows)
+
+
+def test_filter_attention_reports_shares():
+    model = SeqTransformer(SeqConfig(task="filter", length=6))
+    x = sample_sequences(100, 6, 10, np.random.default_rng(0))
+    stats = filter_attention(model, x)
+    assert all(0.0 <= v <= 1.0 for v in stats.values())
+    assert 0.0 <= attention_on_source(model, x, same_value=True) <= 1.0
+
+
+def test_cli_trains_saves_loads_and_draws(tmp_path, capsys):
+    ckpt = tmp_path / "m.pt"
+    out = tmp_path / "figs"
+    r = main(["-t", "rotate", "-S", "4", "--steps", "60", "--save", str(ckpt), "--out", str(out), "--test-size", "200", "--quiet"])
+    assert ckpt.exists() and 0.0 <= r["exact"] <= 1.0
+    assert {p.name for p in out.iterdir()} == {"rotate_example.png", "rotate_attention.png", "rotate_weights.png"}
+    r2 = main(["--load", str(ckpt), "-S", "4", "--test-size", "200"])
+    assert r2["exact"] == r["exact"]
+    r3 = main(["-t", "copy", "-S", "3", "--numpy", "--steps", "20", "--test-size", "100", "--queries", "input"])
+    assert "NumPy" in capsys.readouterr().out and 0.0 <= r3["exact"] <= 1.0
+
+
+def test_length_generalisation_returns_every_test_length():
+    from toylib.sequences import length_generalisation
+
+    cfg = SeqConfig(length=3, steps=20, eval_every=10, val_size=100)
+    model, history, result = length_generalisation(cfg, train_lengths=(2, 3), test_lengths=(2, 5), n_test=50, device="cpu", progress=False)
+    assert set(result) == {2, 5} and all(0.0 <= v <= 1.0 for v in result.values())
+    with pytest.raises(ValueError, match="train_lengths"):
+        length_generalisation(cfg, train_lengths=(0, 3), progress=False)

@@ -1,0 +1,836 @@
+"""Copy, reverse, rotate and filter: one attention layer learning four small algorithms.
+
+Retells and reproduces K. Rocki, "np-transformer" (2019): a single Transformer layer, one
+head, no residual connection and no normalisation, reads a sequence of symbols as
+[one-hot content | sinusoidal position] and writes the answer at every position at once.
+The post found that this is enough for all four tasks, that the position encoding is what
+makes it work, and that plain SGD trains poorly. The chapter is book/sequences.ipynb.
+
+Symbols: 0 is the *empty* symbol, 1..vocab-1 are content. Inputs hold content only; 0
+appears in outputs, where filter writes it in place of every value above `threshold`.
+Held-out data is split by a stable hash of each sequence (`split_of`), so a test sequence
+can never be drawn for training, at any length.
+
+One change to the post's model, measured in the chapter: the queries read the position
+encoding only (`queries="position"`). With queries from [content | position], as in the
+post, copy is solved by matching content (each output attends to some key holding its own
+symbol) rather than by reading its own position; it is still exact, but its attention is not
+the copy program. Keys and values read [content | position] either way.
+
+The same one-layer model is written twice: in PyTorch (`SeqTransformer`, trained by
+toylib.train.fit) and in NumPy with a hand-written backward pass (`NumpyTransformer`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from toylib.attention import Encoder, MultiHeadAttention, sinusoidal_positions
+from toylib.device import pick_device, seed_everything
+from toylib.train import History, fit, forever, load_checkpoint, save_checkpoint
+
+TASKS = ("copy", "reverse", "rotate", "filter")
+EMPTY = 0  # the empty symbol: never in an input, written by filter
+SPLIT_MOD = 10  # a sequence is test if its hash % 10 == 0, validation if == 1, else training
+SPLITS = {"test": 0, "val": 1}
+OPTIMIZERS = ("adamw", "sgd")
+QUERIES = ("position", "input")
+
+
+# ----------------------------------------------------------------------------- the tasks
+
+
+def check_task(task: str, length: int, vocab: int, threshold: int) -> None:
+    """Raise ValueError saying what is wrong with a task's settings, if anything is."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; the tasks are {TASKS}")
+    if not isinstance(length, (int, np.integer)) or length < 1:
+        raise ValueError(f"length must be an integer >= 1, got {length!r}")
+    if vocab < 2:
+        raise ValueError(f"vocab must be >= 2 (the empty symbol 0 and at least one value), got {vocab}")
+    if task == "filter" and not 1 <= threshold < vocab - 1:
+        # threshold >= vocab - 1 filters nothing (filter would be copy); threshold < 1 filters everything
+        raise ValueError(
+            f"filter needs 1 <= threshold < vocab - 1 so that some values (1..vocab-1) are kept and some "
+            f"removed; got threshold={threshold} with vocab={vocab} (values 1..{vocab - 1})"
+        )
+
+
+def _check_sequences(x, vocab: int | None = None) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim != 2 or not np.issubdtype(x.dtype, np.integer):
+        raise ValueError(f"sequences must be a 2-D integer array (n, length), got {x.dtype} of shape {x.shape}")
+    if x.size and x.min() < 1:
+        raise ValueError(f"inputs hold content symbols >= 1 only (0 is the empty symbol), found {x.min()}")
+    if vocab is not None and x.size and x.max() >= vocab:
+        raise ValueError(f"symbol {x.max()} is outside the vocabulary 0..{vocab - 1}")
+    return x.astype(np.int64)
+
+
+def make_targets(task: str, x, threshold: int = 5) -> np.ndarray:
+    """The right answer for every sequence of `x` (n, length): the ground truth.
+
+    copy: x; reverse: x backwards; rotate: left by one ([a b c d] -> [b c d a]);
+    filter: x with every value above `threshold` replaced by the empty symbol 0.
+    """
+    x = _check_sequences(x)
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; the tasks are {TASKS}")
+    if task == "filter":
+        if threshold < 1:
+            raise ValueError(f"filter needs threshold >= 1, got {threshold}")
+        return np.where(x > threshold, EMPTY, x)
+    return x[:, source_positions(task, x.shape[1])]
+
+
+def source_positions(task: str, length: int) -> np.ndarray:
+    """(length,): the input position each output position is read from.
+
+    Filter reads its own position (and then keeps or blanks the value)."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; the tasks are {TASKS}")
+    if not isinstance(length, (int, np.integer)) or length < 1:
+        raise ValueError(f"length must be an integer >= 1, got {length!r}")
+    i = np.arange(length)
+    if task == "reverse":
+        return length - 1 - i
+    if task == "rotate":
+        return (i + 1) % length
+    return i  # copy, filter
+
+
+# ----------------------------------------------------------------------------- held-out data
+
+_FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
+
+
+def sequence_hash(x) -> np.ndarray:
+    """(n,) uint64: a hash of each sequence's length and symbols that is the same on every
+    machine and every run (Python's hash() of bytes is salted per process)."""
+    x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"sequences must be 2-D (n, length), got shape {x.shape}")
+    h = np.full(len(x), _FNV_OFFSET ^ np.uint64(x.shape[1]), dtype=np.uint64)
+    for column in x.T.astype(np.uint64):  # FNV-1a over the symbols; uint64 arithmetic wraps
+        h = (h ^ column) * _FNV_PRIME
+    # splitmix64's finaliser, so that h % SPLIT_MOD depends on every bit
+    h ^= h >> np.uint64(30)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    h ^= h >> np.uint64(31)
+    return h
+
+
+def split_of(x) -> np.ndarray:
+    """(n,) array of "train", "val" or "test" for each sequence: 10 % test, 10 % validation."""
+    r = sequence_hash(x) % np.uint64(SPLIT_MOD)
+    return np.where(r == SPLITS["test"], "test", np.where(r == SPLITS["val"], "val", "train"))
+
+
+def in_split(x, split: str) -> np.ndarray:
+    """(n,) bool: which sequences belong to `split`."""
+    if split not in ("train", "val", "test"):
+        raise ValueError(f"split must be 'train', 'val' or 'test', got {split!r}")
+    r = sequence_hash(x) % np.uint64(SPLIT_MOD)
+    if split == "train":
+        return r >= np.uint64(2)
+    return r == np.uint64(SPLITS[split])
+
+
+def sample_sequences(n: int, length: int, vocab: int, rng: np.random.Generator, split: str = "train") -> np.ndarray:
+    """`n` random sequences (n, length) of content symbols 1..vocab-1, all from `split`.
+
+    Draws uniformly and rejects sequences of the other splits, so the splits never share a
+    sequence. Draws are with replacement: a split may repeat a sequence when few exist."""
+    check_task("copy", length, vocab, threshold=1)
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    kept, have = [], 0
+    for _ in range(1000):
+        if have >= n:
+            break
+        x = rng.integers(1, vocab, size=(2 * (n - have) + 16, length))
+        x = x[in_split(x, split)][: n - have]
+        kept.append(x)
+        have += len(x)
+    else:
+        raise ValueError(f"the {split} split of length-{length} sequences over {vocab - 1} values is (nearly) empty")
+    return np.concatenate(kept) if kept else np.zeros((0, length), np.int64)
+
+
+def make_data(cfg: "SeqConfig", n: int, rng: np.random.Generator, split: str = "train", length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(inputs, targets), each (n, length), for the config's task."""
+    x = sample_sequences(n, length or cfg.length, cfg.vocab, rng, split)
+    return x, make_targets(cfg.task, x, cfg.threshold)
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+@dataclasses.dataclass(frozen=True)
+class SeqConfig:
+    task: str = "copy"  # copy, reverse, rotate or filter
+    length: int = 8  # sequence length trained on (the model itself takes any length)
+    vocab: int = 10  # symbols 0..9: 0 is empty, 1..9 are content
+    threshold: int = 5  # filter: values above this become 0
+    d_pos: int = 16  # width of the sinusoidal position encoding appended to the one-hot content
+    positions: bool = True  # False zeroes the position encoding (the post's first finding)
+    queries: str = "position"  # first layer's queries from the position encoding only; "input": from
+    # [content | position] as in the post, which lets copy attend by content instead of by position
+    n_layers: int = 1  # the post: one layer is enough
+    n_heads: int = 1  # and one head
+    residual: bool = False  # True: pre-LayerNorm EncoderBlocks (residual + LayerNorm + MLP)
+    d_mlp: int = 64  # MLP width, used only with residual=True
+    optimizer: str = "adamw"  # or "sgd": the post's "vanilla SGD did not work that well"
+    lr: float = 1e-2
+    steps: int = 3000  # at most; training stops at the first validation that meets the target
+    batch: int = 256  # sequences per step
+    eval_every: int = 50  # steps between validations
+    val_size: int = 5000  # validation sequences (the "val" hash split: never trained or tested on)
+    stop_loss: float = 1e-4  # the target: every validation sequence exact AND validation loss below this,
+    # a margin so that rare sequences the validation lacks (one value repeated 7 times) come out right too
+    seed: int = 0  # seeds the weights and the training data
+
+    def __post_init__(self):
+        check_task(self.task, self.length, self.vocab, self.threshold)
+        if self.queries not in QUERIES:
+            raise ValueError(f"queries must be one of {QUERIES}, got {self.queries!r}")
+        if self.queries == "position" and self.residual:
+            raise ValueError("queries='position' is for the bare attention layers; with residual=True use queries='input'")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.d_pos < 2 or self.n_layers < 1 or self.n_heads < 1:
+            raise ValueError(f"need d_pos >= 2, n_layers >= 1, n_heads >= 1; got {self.d_pos}, {self.n_layers}, {self.n_heads}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model = vocab + d_pos = {self.d_model} must be divisible by n_heads = {self.n_heads}")
+
+    @property
+    def d_model(self) -> int:
+        """Width of a token: one-hot content, then position."""
+        return self.vocab + self.d_pos
+
+
+def embed(tokens: torch.Tensor, vocab: int, d_pos: int, positions: bool = True, with_content: bool = True) -> torch.Tensor:
+    """(batch, pos) symbols -> (batch, pos, vocab + d_pos): [one-hot content | position].
+
+    with_content=False zeroes the content part: what a query that may only ask "which position?" sees."""
+    b, n = tokens.shape
+    content = F.one_hot(tokens, vocab).float()  # (batch, pos, vocab)
+    if not with_content:
+        content = torch.zeros_like(content)
+    pe = sinusoidal_positions(n, d_pos).to(tokens.device)  # (pos, d_pos), for any length
+    if not positions:
+        pe = torch.zeros_like(pe)  # same shapes and parameters, no position signal
+    return torch.cat([content, pe.expand(b, n, d_pos)], dim=-1)
+
+
+class SeqTransformer(nn.Module):
+    """The post's model: [one-hot content | sinusoidal position] -> single-head attention ->
+    a linear readout to one logit per symbol, at every position.
+
+    With queries="position" (the default) the first layer's queries read the position part
+    only: each output slot asks for an input *position*, and keys and values still read
+    [content | position]. With queries="input" the queries read the whole token, as in the post.
+
+    forward(tokens (batch, pos) of symbols 1..vocab-1) ->
+        (logits (batch, pos, vocab), patterns (batch, layer, head, query_pos, key_pos))
+
+    Without `residual`, layers are bare attentions one after the other (the post); with it,
+    they are toylib's pre-LayerNorm EncoderBlocks. The model has no fixed context: the
+    position encoding is computed for whatever length it is given.
+    """
+
+    def __init__(self, config: SeqConfig):
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        if config.residual:
+            self.encoder = Encoder(config.n_layers, d, config.n_heads, config.d_mlp)
+        else:
+            self.layers = nn.ModuleList(MultiHeadAttention(d, config.n_heads) for _ in range(config.n_layers))
+        self.readout = nn.Linear(d, config.vocab)
+
+    def attention_layer(self, layer: int = 0) -> MultiHeadAttention:
+        """The MultiHeadAttention of one layer (its W_Q, W_K, W_V, W_O)."""
+        return self.encoder.blocks[layer].attn if self.config.residual else self.layers[layer]
+
+    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens must be (batch, pos), got shape {tuple(tokens.shape)}")
+        c = self.config
+        x = embed(tokens.long(), c.vocab, c.d_pos, c.positions)  # (batch, pos, d_model)
+        x = x.to(self.readout.weight.dtype)  # float64 too, for checking the NumPy twin
+        if c.residual:
+            x, patterns = self.encoder(x)  # patterns: (batch, layer, head, query_pos, key_pos)
+        else:
+            patterns = []
+            for i, attn in enumerate(self.layers):
+                if i == 0 and c.queries == "position":
+                    slots = embed(tokens.long(), c.vocab, c.d_pos, c.positions, with_content=False).to(x.dtype)
+                    x, pattern = attn(slots, context=x)  # (batch, pos, d_model): queries from positions only
+                else:
+                    x, pattern = attn(x)  # no residual: each layer sees only what the last one read
+                patterns.append(pattern)
+            patterns = torch.stack(patterns, dim=1)
+        return self.readout(x), patterns  # (batch, pos, vocab), (batch, layer, head, query, key)
+
+
+def weight_splits(model, layer: int = 0) -> dict[str, dict[str, np.ndarray]]:
+    """W_Q, W_K and W_V of one layer, each split by input rows into the part that reads the
+    content (vocab, d_model) and the part that reads the position (d_pos, d_model).
+
+    Matrices are (input, output), as the post draws them: content above position. Works
+    for a SeqTransformer and a NumpyTransformer alike."""
+    vocab = model.config.vocab
+    out = {}
+    for name in ("W_Q", "W_K", "W_V"):
+        if isinstance(model, NumpyTransformer):
+            if layer != 0:
+                raise ValueError("the NumPy model has one layer")
+            w = model.params[name]  # (input, output)
+        else:
+            w = getattr(model.attention_layer(layer), name).weight.detach().cpu().numpy().T  # (input, output)
+        out[name] = {"content": w[:vocab], "position": w[vocab:]}
+    return out
+
+
+# ----------------------------------------------------------------------------- judging a model
+
+
+def run_model(model, x, batch_size: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+    """(logits (n, pos, vocab), patterns (n, layer, head, query, key)) as NumPy arrays, for
+    a SeqTransformer or a NumpyTransformer."""
+    x = _check_sequences(x, model.config.vocab)
+    if isinstance(model, NumpyTransformer):
+        logits, patterns, _ = model.forward(x)
+        return logits, patterns
+    device = next(model.parameters()).device
+    model.eval()
+    logits, patterns = [], []
+    with torch.no_grad():
+        for i in range(0, len(x), batch_size):
+            lg, pt = model(torch.from_numpy(x[i : i + batch_size]).to(device))
+            logits.append(lg.cpu().numpy())
+            patterns.append(pt.cpu().numpy())
+    return np.concatenate(logits), np.concatenate(patterns)
+
+
+def predict(model, x) -> np.ndarray:
+    """The model's output symbols (n, pos)."""
+    return run_model(model, x)[0].argmax(-1)
+
+
+def exact_match(predicted: np.ndarray, targets: np.ndarray) -> float:
+    """Share of sequences with every position right."""
+    return float((predicted == targets).all(axis=1).mean())
+
+
+def attention_on_source(
+    model, x, task: str | None = None, layer: int = 0, head: int = 0, patterns=None, same_value: bool = False
+) -> float:
+    """Share of (sequence, output position) pairs whose strongest attention is on the true
+    source position (`source_positions`). With same_value, a position holding the same
+    symbol as the source counts too: what attention by content (matching symbols) achieves.
+    Pass `patterns` to reuse a forward pass of `x`."""
+    task = task or model.config.task
+    x = _check_sequences(x)
+    if patterns is None:
+        patterns = run_model(model, x)[1]
+    src = source_positions(task, patterns.shape[-1])  # (pos,)
+    top = patterns[:, layer, head].argmax(-1)  # (n, query_pos)
+    if same_value:
+        return float((np.take_along_axis(x, top, axis=1) == x[:, src]).mean())
+    return float((top == src).mean())
+
+
+def filter_attention(model, x, layer: int = 0, head: int = 0) -> dict[str, float]:
+    """How a filter model attends, separately at positions whose value is kept and at those
+    blanked to 0: the share whose strongest attention is on their own position, the mean
+    weight on their own position, and, for blanked positions, the share whose strongest
+    attention lands on some position whose value is also blanked."""
+    c = model.config
+    x = _check_sequences(x, c.vocab)
+    p = run_model(model, x)[1][:, layer, head]  # (n, query, key)
+    top = p.argmax(-1)  # (n, query)
+    own = np.arange(x.shape[1])
+    removed = x > c.threshold  # (n, pos)
+    on_self = top == own
+    self_weight = p[:, own, own]  # (n, pos)
+    top_removed = np.take_along_axis(removed, top, axis=1)  # is the attended position's value removed?
+    return {
+        "kept_argmax_self": float(on_self[~removed].mean()),
+        "removed_argmax_self": float(on_self[removed].mean()),
+        "kept_weight_self": float(self_weight[~removed].mean()),
+        "removed_weight_self": float(self_weight[removed].mean()),
+        "removed_argmax_on_removed": float(top_removed[removed].mean()),
+        "kept_argmax_on_kept_same_value": float(
+            (np.take_along_axis(x, top, axis=1) == x)[~removed].mean()
+        ),
+    }
+
+
+def evaluate(model, n: int = 10_000, seed: int = 1234, length: int | None = None, split: str = "test") -> dict[str, float]:
+    """Exact match, per-position accuracy and attention on the source, on `n` sequences of
+    `split` (by default the held-out test split) drawn from `seed`."""
+    c = model.config
+    x, y = make_data(c, n, np.random.default_rng([seed, 2]), split, length)
+    logits, patterns = run_model(model, x)
+    pred = logits.argmax(-1)
+    out = {"exact": exact_match(pred, y), "token_acc": float((pred == y).mean()), "n": float(n)}
+    out["attention_on_source"] = attention_on_source(model, x, patterns=patterns)
+    out["attention_on_source_value"] = attention_on_source(model, x, patterns=patterns, same_value=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def sequence_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Softmax cross-entropy at every position, averaged."""
+    device = next(model.parameters()).device
+    x, y = (t.to(device) for t in batch)
+    logits, _ = model(x)
+    return F.cross_entropy(logits.flatten(0, 1), y.flatten())
+
+
+def train_sequences(
+    cfg: SeqConfig = SeqConfig(),
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
+    stop_at_target: bool = True,
+) -> tuple[SeqTransformer, History]:
+    """Build a SeqTransformer from `cfg` and train it with toylib.train.fit on fresh batches
+    of the training split.
+
+    Every `eval_every` steps it is validated on `val_size` sequences of the validation split
+    (val_exact, val_loss, val_attention_on_source); with stop_at_target, training stops at
+    the first validation with every sequence exact and val_loss below `stop_loss`. `callback(step, model, history)` runs
+    after every validation (for attention snapshots); returning True stops training.
+    """
+    seed_everything(cfg.seed)
+    device = device or pick_device()
+    model = SeqTransformer(cfg).to(device)
+    rng = np.random.default_rng([cfg.seed, 0])  # training stream
+    val_x, val_y = make_data(cfg, cfg.val_size, np.random.default_rng([cfg.seed, 1]), "val")
+    val_xt, val_yt = torch.from_numpy(val_x).to(device), torch.from_numpy(val_y).to(device)
+
+    def make_batch():
+        x, y = make_data(cfg, cfg.batch, rng, "train")
+        return torch.from_numpy(x), torch.from_numpy(y)
+
+    def evaluate_val(m):
+        logits, patterns = m(val_xt)
+        exact = (logits.argmax(-1) == val_yt).all(-1).float().mean().item()
+        loss = F.cross_entropy(logits.flatten(0, 1), val_yt.flatten()).item()
+        src = torch.from_numpy(source_positions(cfg.task, cfg.length)).to(device)
+        on_src = (patterns[:, 0, 0].argmax(-1) == src).float().mean().item()
+        return {"val_exact": exact, "val_loss": loss, "val_attention_on_source": on_src}
+
+    def on_eval(step, m, history):
+        stop = stop_at_target and history.last["val_exact"] == 1.0 and history.last["val_loss"] < cfg.stop_loss
+        if callback is not None and callback(step, m, history):
+            stop = True
+        return stop
+
+    history = fit(
+        model,
+        forever(make_batch),
+        sequence_loss,
+        steps=cfg.steps,
+        lr=cfg.lr,
+        eval_fn=evaluate_val,
+        eval_every=cfg.eval_every,
+        monitor="val_loss",
+        restore_best=True,
+        callback=on_eval,
+        device=device,
+        optimizer=cfg.optimizer,
+        progress=progress,
+    )
+    return model, history
+
+
+def length_generalisation(
+    cfg: SeqConfig = SeqConfig(length=16),
+    train_lengths: Iterable[int] = range(2, 17),
+    test_lengths: Iterable[int] = range(2, 33),
+    n_test: int = 1000,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+) -> tuple[SeqTransformer, History, dict[int, float]]:
+    """Train on sequences of mixed lengths, then measure exact match at every test length.
+
+    Design: each training batch draws one length from `train_lengths`, so a batch needs no
+    padding and no mask; the position encoding is computed for whatever length comes. The
+    test lengths beyond training meet sinusoids at positions never seen. Validation is one
+    batch of the validation split at each training length; training stops once all of them
+    are exact with validation loss below `stop_loss`. Returns (model, history, {length: exact match on n_test test sequences}).
+
+    No query knows the sequence's length. Copy and filter do not need it. Rotate needs it
+    only at the last position, whose source (position 0) a query can reach as the best of the
+    keys that exist; reverse needs it at every position, so it cannot be learned this way. Lengths
+    start at 2: the 9 sequences of length 1 all fall in the training split.
+    """
+    train_lengths, test_lengths = list(train_lengths), list(test_lengths)
+    if not train_lengths or min(train_lengths) < 1:
+        raise ValueError(f"train_lengths must be lengths >= 1, got {train_lengths}")
+    seed_everything(cfg.seed)
+    device = device or pick_device()
+    model = SeqTransformer(cfg).to(device)
+    rng = np.random.default_rng([cfg.seed, 0])
+    val_rng = np.random.default_rng([cfg.seed, 1])
+    per_length = max(1, cfg.val_size // len(train_lengths))
+    val = [tuple(torch.from_numpy(a).to(device) for a in make_data(cfg, per_length, val_rng, "val", n)) for n in train_lengths]
+
+    def make_batch():
+        n = train_lengths[rng.integers(len(train_lengths))]
+        x, y = make_data(cfg, cfg.batch, rng, "train", n)
+        return torch.from_numpy(x), torch.from_numpy(y)
+
+    def evaluate_val(m):
+        right, loss = 0, 0.0
+        for x, y in val:
+            logits = m(x)[0]  # (batch, pos, vocab)
+            right += (logits.argmax(-1) == y).all(-1).sum().item()
+            loss += F.cross_entropy(logits.flatten(0, 1), y.flatten()).item() / len(val)
+        return {"val_exact": right / sum(len(x) for x, _ in val), "val_loss": loss}
+
+    def at_target(step, m, history):  # the stopping rule of train_sequences
+        return history.last["val_exact"] == 1.0 and history.last["val_loss"] < cfg.stop_loss
+
+    history = fit(
+        model, forever(make_batch), sequence_loss, steps=cfg.steps, lr=cfg.lr, eval_fn=evaluate_val,
+        eval_every=cfg.eval_every, callback=at_target, optimizer=cfg.optimizer, device=device, progress=progress,
+    )
+    result = {n: evaluate(model, n_test, length=n)["exact"] for n in test_lengths}
+    return model, history, result
+
+
+# ----------------------------------------------------------------------------- NumPy, by hand
+
+
+def _cross_entropy(logits: np.ndarray, targets: np.ndarray) -> float:
+    """Mean softmax cross-entropy of (..., vocab) logits against integer targets (...)."""
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return float(-np.take_along_axis(log_p, targets[..., None], -1).mean())
+
+
+class NumpyTransformer:
+    """The default SeqTransformer (one layer, one head, no residual) in NumPy, with its
+    backward pass written out by hand and an Adam optimiser.
+
+    Weights are (input, output), as in the post: a token row-vector x maps to x @ W + b.
+    forward(x (batch, pos)) -> (logits (batch, pos, vocab), patterns (batch, 1, 1, q, k), cache)
+    backward(cache, targets) -> (loss, {name: gradient}) for the mean cross-entropy.
+    `torch_state_dict()` gives the same weights in SeqTransformer's layout.
+    """
+
+    NAMES = ("W_Q", "W_K", "W_V", "W_O", "W_R")
+
+    def __init__(self, config: SeqConfig, rng: np.random.Generator):
+        if config.n_layers != 1 or config.n_heads != 1 or config.residual:
+            raise ValueError("the NumPy model is one layer, one head, no residual: set n_layers=1, n_heads=1, residual=False")
+        self.config = config
+        d, v = config.d_model, config.vocab
+        shapes = {"W_Q": (d, d), "W_K": (d, d), "W_V": (d, d), "W_O": (d, d), "W_R": (d, v)}
+        self.params: dict[str, np.ndarray] = {}
+        for name, (n_in, n_out) in shapes.items():
+            bound = 1 / math.sqrt(n_in)  # torch.nn.Linear's default initialisation
+            self.params[name] = rng.uniform(-bound, bound, (n_in, n_out))
+            self.params["b" + name[1:]] = rng.uniform(-bound, bound, n_out)
+        self.m = {k: np.zeros_like(p) for k, p in self.params.items()}  # Adam's moments
+        self.v = {k: np.zeros_like(p) for k, p in self.params.items()}
+        self.t = 0
+
+    def embed(self, x: np.ndarray) -> np.ndarray:
+        c = self.config
+        n, length = x.shape
+        e = np.zeros((n, length, c.d_model))
+        e[np.arange(n)[:, None], np.arange(length), x] = 1.0  # one-hot content
+        if c.positions:
+            e[:, :, c.vocab :] = sinusoidal_positions(length, c.d_pos).numpy()
+        return e  # (batch, pos, d_model)
+
+    def forward(self, x) -> tuple[np.ndarray, np.ndarray, dict]:
+        P = self.params
+        x = _check_sequences(x, self.config.vocab)
+        e = self.embed(x)  # (B, n, d)
+        e_q = e.copy()
+        if self.config.queries == "position":
+            e_q[:, :, : self.config.vocab] = 0.0  # the query reads the position part only
+        q = e_q @ P["W_Q"] + P["b_Q"]  # (B, n, d)
+        k, v = (e @ P[f"W_{s}"] + P[f"b_{s}"] for s in "KV")  # (B, n, d)
+        scale = 1 / math.sqrt(q.shape[-1])
+        scores = q @ k.transpose(0, 2, 1) * scale  # (B, query, key)
+        a = np.exp(scores - scores.max(-1, keepdims=True))
+        a /= a.sum(-1, keepdims=True)  # pattern (B, query, key)
+        z = a @ v  # (B, n, d)
+        o = z @ P["W_O"] + P["b_O"]  # (B, n, d)
+        logits = o @ P["W_R"] + P["b_R"]  # (B, n, vocab)
+        cache = {"e": e, "e_q": e_q, "q": q, "k": k, "v": v, "a": a, "z": z, "o": o, "logits": logits, "scale": scale}
+        return logits, a[:, None, None], cache
+
+    def backward(self, cache: dict, targets) -> tuple[float, dict[str, np.ndarray]]:
+        P = self.params
+        y = np.asarray(targets)
+        logits, a, e = cache["logits"], cache["a"], cache["e"]
+        n_tok = y.size
+        p = np.exp(logits - logits.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)  # (B, n, vocab)
+        picked = np.take_along_axis(p, y[..., None], -1)[..., 0]
+        loss = float(-np.log(picked).mean())
+        d_logits = p.copy()
+        np.put_along_axis(d_logits, y[..., None], np.take_along_axis(p, y[..., None], -1) - 1, -1)
+        d_logits /= n_tok  # d(mean cross-entropy)/d logits = (softmax - one-hot) / tokens
+        g = {}
+
+        def linear_back(inp, d_out, name):  # out = inp @ W + b: gradients of W, b, and d inp
+            g["W" + name] = np.einsum("bni,bno->io", inp, d_out)
+            g["b" + name] = d_out.sum((0, 1))
+            return d_out @ P["W" + name].T
+
+        d_o = linear_back(cache["o"], d_logits, "_R")  # (B, n, d)
+        d_z = linear_back(cache["z"], d_o, "_O")  # (B, n, d)
+        d_a = d_z @ cache["v"].transpose(0, 2, 1)  # (B, query, key)
+        d_v = a.transpose(0, 2, 1) @ d_z  # (B, key, d)
+        # softmax backward, row by row: dS = A * (dA - sum_k dA * A)
+        d_scores = a * (d_a - (d_a * a).sum(-1, keepdims=True)) * cache["scale"]
+        d_q = d_scores @ cache["k"]  # (B, query, d)
+        d_k = d_scores.transpose(0, 2, 1) @ cache["q"]  # (B, key, d)
+        for inp, name, d in ((cache["e_q"], "_Q", d_q), (e, "_K", d_k), (e, "_V", d_v)):
+            linear_back(inp, d, name)  # the input's gradient is not needed: it is fixed data
+        return loss, g
+
+    def adam_step(self, grads: dict[str, np.ndarray], lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
+        """One Adam update (no weight decay: as fit's AdamW with its default weight_decay=0)."""
+        b1, b2 = betas
+        self.t += 1
+        for k, gk in grads.items():
+            self.m[k] = b1 * self.m[k] + (1 - b1) * gk
+            self.v[k] = b2 * self.v[k] + (1 - b2) * gk * gk
+            m_hat = self.m[k] / (1 - b1**self.t)
+            v_hat = self.v[k] / (1 - b2**self.t)
+            self.params[k] -= lr * m_hat / (np.sqrt(v_hat) + eps)
+
+    def torch_state_dict(self, dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
+        """These weights under SeqTransformer's names and layout (nn.Linear keeps (output, input)).
+
+        dtype=torch.float64 keeps them exact, for checking gradients against autograd."""
+        names = {"W_Q": "layers.0.W_Q", "W_K": "layers.0.W_K", "W_V": "layers.0.W_V", "W_O": "layers.0.W_O", "W_R": "readout"}
+        sd = {}
+        for ours, theirs in names.items():
+            sd[f"{theirs}.weight"] = torch.tensor(self.params[ours].T, dtype=dtype)
+            sd[f"{theirs}.bias"] = torch.tensor(self.params["b" + ours[1:]], dtype=dtype)
+        return sd
+
+    def to_torch(self) -> SeqTransformer:
+        """A SeqTransformer holding these weights (to save, plot or evaluate with PyTorch)."""
+        model = SeqTransformer(self.config)
+        model.load_state_dict(self.torch_state_dict())
+        return model.eval()
+
+
+def train_numpy(
+    cfg: SeqConfig = SeqConfig(),
+    callback: Callable[[int, NumpyTransformer, History], bool | None] | None = None,
+    stop_at_target: bool = True,
+) -> tuple[NumpyTransformer, History]:
+    """Train a NumpyTransformer with Adam on fresh batches of the training split: the NumPy
+    twin of `train_sequences`, with the same data streams, validation and stopping rule,
+    and a toylib.train.History of the same records."""
+    if cfg.optimizer != "adamw":
+        raise ValueError("train_numpy uses Adam; set optimizer='adamw'")
+    model = NumpyTransformer(cfg, np.random.default_rng([cfg.seed, 3]))
+    rng = np.random.default_rng([cfg.seed, 0])
+    val_x, val_y = make_data(cfg, cfg.val_size, np.random.default_rng([cfg.seed, 1]), "val")
+    history, running, n_running, seconds = History(), 0.0, 0, 0.0
+    for step in range(1, cfg.steps + 1):
+        x, y = make_data(cfg, cfg.batch, rng, "train")
+        t0 = time.perf_counter()
+        _, _, cache = model.forward(x)
+        loss, grads = model.backward(cache, y)
+        model.adam_step(grads, cfg.lr)
+        seconds += time.perf_counter() - t0
+        running, n_running = running + loss, n_running + 1
+        if step % cfg.eval_every and step != cfg.steps:
+            continue
+        logits, patterns, _ = model.forward(val_x)
+        record = {"step": step, "seconds": seconds, "lr": cfg.lr, "loss": running / n_running}
+        record["val_exact"] = exact_match(logits.argmax(-1), val_y)
+        record["val_loss"] = _cross_entropy(logits, val_y)
+        record["val_attention_on_source"] = attention_on_source(model, val_x, patterns=patterns)
+        history.records.append(record)
+        history.seconds, history.steps, running, n_running = seconds, step, 0.0, 0
+        stop = stop_at_target and record["val_exact"] == 1.0 and record["val_loss"] < cfg.stop_loss
+        if callback is not None and callback(step, model, history):
+            stop = True
+        if stop:
+            history.stop_reason = "callback"
+            break
+    return model, history
+
+
+# ----------------------------------------------------------------------------- benchmark
+
+BENCHMARK_HEADER = ("chapter", "task", "impl", "length", "seed", "steps", "train s", "exact %", "attn on source %", "converged")
+TIME_BUDGET_S = {"torch": 60.0, "numpy": 90.0}  # the chapter's targets: training seconds per task
+
+
+def benchmark_rows(
+    seeds: Iterable[int] = range(3),
+    lengths: Iterable[int] = (8, 16),
+    tasks: Iterable[str] = TASKS,
+    numpy_tasks: Iterable[str] = ("copy", "reverse"),
+    n_test: int = 10_000,
+    device: torch.device | str | None = "cpu",
+) -> list[tuple]:
+    """Train every (task, implementation, length, seed) with the default config, judge it on
+    `n_test` held-out sequences and return one row per run, in the order of BENCHMARK_HEADER.
+
+    A run has converged when it is exact on every test sequence, attends most to the true
+    source at >= 99.9 % of positions, and trained within TIME_BUDGET_S of its implementation.
+    For benchmarks/run.py: format_table(benchmark_rows(range(3)), BENCHMARK_HEADER)."""
+    rows = []
+    runs = [("torch", t) for t in tasks] + [("numpy", t) for t in numpy_tasks]
+    for length in lengths:
+        for impl, task in runs:
+            for seed in seeds:
+                cfg = SeqConfig(task=task, length=length, seed=seed)
+                if impl == "torch":
+                    model, history = train_sequences(cfg, device=device, progress=False)
+                else:
+                    model, history = train_numpy(cfg)
+                r = evaluate(model, n_test)
+                ok = r["exact"] == 1.0 and r["attention_on_source"] >= 0.999 and history.seconds <= TIME_BUDGET_S[impl]
+                rows.append(("sequences", task, impl, length, seed, history.steps, f"{history.seconds:.1f}",
+                             f"{100 * r['exact']:.2f}", f"{100 * r['attention_on_source']:.2f}", "yes" if ok else "no"))
+    return rows
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def plot_example(model, x, title: str | None = None):
+    """One sequence as the post draws it: input, target and the model's output, each a
+    (symbol, position) one-hot image. Its attention is toylib.plot.attention_grid's job."""
+    import matplotlib.pyplot as plt
+
+    c = model.config
+    x = _check_sequences(np.asarray(x).reshape(1, -1), c.vocab)
+    rows = {"input": x[0], "target": make_targets(c.task, x, c.threshold)[0], "output": predict(model, x)[0]}
+    fig, axes = plt.subplots(1, 3, figsize=(7, 2.6), sharey=True)
+    for ax, (name, seq) in zip(axes, rows.items()):
+        ax.imshow(np.eye(c.vocab)[seq].T, cmap="Greys", origin="lower", interpolation="nearest")
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("position")
+        ax.set_yticks(range(c.vocab))
+    axes[0].set_ylabel("symbol")
+    fig.suptitle(title or f"{c.task}, length {x.shape[1]}")
+    fig.tight_layout()
+    return fig
+
+
+def plot_weight_splits(model, layer: int = 0, title: str | None = None):
+    """W_Q, W_K, W_V as (input, output) images, the content rows above the position rows:
+    the post's picture of which inputs each projection reads."""
+    import matplotlib.pyplot as plt
+
+    splits = weight_splits(model, layer)
+    c = model.config
+    fig, axes = plt.subplots(2, 3, figsize=(8, 4.2), gridspec_kw={"height_ratios": [c.vocab, c.d_pos]}, sharex=True)
+    for j, (name, parts) in enumerate(splits.items()):
+        vmax = max(np.abs(parts["content"]).max(), np.abs(parts["position"]).max())
+        for i, part in enumerate(("content", "position")):
+            ax = axes[i, j]
+            ax.imshow(parts[part], cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest")
+            ax.set_yticks([])
+            if i == 0:
+                ax.set_title(name, fontsize=10)
+            if j == 0:
+                ax.set_ylabel(part)
+        axes[1, j].set_xlabel("output unit")
+    fig.suptitle(title or f"{c.task}: what Q, K and V read (layer {layer})")
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    """Train (or load) a model on one task, judge it on held-out sequences, draw its figures.
+
+    python -m toylib.sequences -t reverse -S 8 --out figures --save reverse8.pt
+    """
+    p = argparse.ArgumentParser(prog="python -m toylib.sequences", description="One attention layer learns copy, reverse, rotate or filter.")
+    p.add_argument("-t", "--task", choices=TASKS, default=SeqConfig.task)
+    p.add_argument("-S", "--length", type=int, default=SeqConfig.length, help="sequence length (default %(default)s)")
+    p.add_argument("--seed", type=int, default=SeqConfig.seed)
+    p.add_argument("--steps", type=int, default=SeqConfig.steps, help="most training steps (default %(default)s)")
+    p.add_argument("--numpy", action="store_true", help="train the NumPy model with its hand-written backward pass")
+    p.add_argument("--queries", choices=QUERIES, default=SeqConfig.queries,
+                   help="queries from the position only (default) or from the whole input, as in the post")
+    p.add_argument("--load", metavar="PATH", help="judge a saved model instead of training one")
+    p.add_argument("--save", metavar="PATH", help="save the trained model here")
+    p.add_argument("--out", metavar="DIR", help="write figures (PNG) into this folder")
+    p.add_argument("--test-size", type=int, default=10_000, help="held-out test sequences (default %(default)s)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    if args.load:
+        model, cfg, _ = load_checkpoint(args.load, SeqTransformer, SeqConfig)
+        print(f"loaded {args.load}: {cfg}")
+    else:
+        cfg = SeqConfig(task=args.task, length=args.length, seed=args.seed, steps=args.steps, queries=args.queries)
+        if args.numpy:
+            np_model, history = train_numpy(cfg)
+            model = np_model.to_torch()
+        else:
+            model, history = train_sequences(cfg, device="cpu", progress=not args.quiet)
+        print(f"trained {history.steps} steps in {history.seconds:.1f} s ({'NumPy' if args.numpy else 'PyTorch'})")
+    model = model.cpu()
+    result = evaluate(model, args.test_size, length=args.length if args.load else None)
+    print(f"{cfg.task}, length {args.length if args.load else cfg.length}, {args.test_size:,} held-out sequences: "
+          f"exact {100 * result['exact']:.2f} %, per position {100 * result['token_acc']:.2f} %, "
+          f"attention on source {100 * result['attention_on_source']:.2f} %")
+    if args.save:
+        save_checkpoint(args.save, model, cfg, **result)
+        print(f"saved {args.save}")
+    if args.out:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        from toylib.plot import attention_grid
+
+        x = sample_sequences(1, args.length if args.load else cfg.length, cfg.vocab, np.random.default_rng(args.seed), "test")
+        patterns = run_model(model, x)[1][0]  # (layer, head, query, key)
+        figures = {
+            "example": plot_example(model, x[0]),
+            "attention": attention_grid(patterns, title=f"{cfg.task}: attention on {x[0].tolist()}"),
+            "weights": plot_weight_splits(model),
+        }
+        for name, fig in figures.items():
+            fig.savefig(out / f"{cfg.task}_{name}.png", dpi=80)
+            plt.close(fig)
+        print(f"figures in {out}/")
+    return result
+
+
+if __name__ == "__main__":
+    main()
