@@ -45,13 +45,17 @@ def test_notebook_is_stored_with_outputs_and_small(nb):
     assert not errors
 
 
+def stored_summary(notebook: str, marker: str) -> str:
+    """The stored output of the first cell whose source contains `marker`: the chapter's
+    summary table, which nbval must compare (so the cell is not tagged to be ignored)."""
+    cells = [c for c in code_cells(ROOT / "book" / notebook) if marker in "".join(c["source"])]
+    assert cells, f"{notebook} prints a summary"
+    assert "nbval-ignore-output" not in cells[0].get("metadata", {}).get("tags", [])
+    return "".join("".join(o.get("text", "")) for o in cells[0]["outputs"])
+
+
 def test_the_life_summary_table_is_compared_by_nbval():
-    cells = code_cells(ROOT / "book" / "life.ipynb")
-    summary = [c for c in cells if "life.summarise(" in "".join(c["source"])]
-    assert summary, "the chapter prints a summary"
-    cell = summary[0]
-    assert "nbval-ignore-output" not in cell.get("metadata", {}).get("tags", [])
-    text = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    text = stored_summary("life.ipynb", "life.summarise(")
     assert "exact next state" in text and "NO" not in text.split(), "the stored summary meets every target"
 
 
@@ -65,11 +69,6 @@ def test_book_configuration_guards_the_build():
 
 
 def test_the_sequences_summary_table_is_compared_by_nbval():
-    cells = code_cells(ROOT / "book" / "sequences.ipynb")
-    summary = [c for c in cells if 'format_table(summary, ("measure", "target", "measured", "met"))' in "".join(c["source"])]
-    assert summary, "the chapter prints a summary"
-    cell = summary[0]
-    assert "nbval-ignore-output" not in cell.get("metadata", {}).get("tags", [])
-    text = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    text = stored_summary("sequences.ipynb", 'format_table(summary, ("measure", "target", "measured", "met"))')
     assert "PyTorch exact match" in text and "attention on source" in text
     assert "NO" not in text.split(), "the stored summary meets every target"

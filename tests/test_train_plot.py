@@ -203,3 +203,18 @@ def test_restore_best_undoes_a_late_spike():
     h = fit(model, batches, loss_fn, steps=20, eval_every=5, eval_fn=eval_fn, restore_best=True, progress=False)
     assert h.stop_reason == "steps" and h.restored_step == 10
     torch.testing.assert_close(model.lin.weight, snapshots[1.0])
+
+
+def test_stop_when_stops_at_the_target_and_still_runs_the_callers_callback():
+    from toylib.train import stop_when
+
+    seen = []
+    cb = stop_when(lambda r: r["loss"] < 1e-2, lambda step, m, h: seen.append(step))
+    model = Tiny(TinyConfig())
+    batches, loss_fn = regression_task()
+    h = fit(model, batches, loss_fn, steps=2000, lr=0.05, eval_every=50, callback=cb, progress=False)
+    assert h.stop_reason == "callback" and h.last["loss"] < 1e-2 and h.steps < 2000
+    assert seen == h.column("step")  # called at every evaluation, the last one included
+    # the caller's callback can stop training on its own
+    h = fit(Tiny(TinyConfig()), batches, loss_fn, steps=2000, lr=0.05, eval_every=50, callback=stop_when(lambda r: False, lambda *a: True), progress=False)
+    assert h.steps == 50 and h.stop_reason == "callback"

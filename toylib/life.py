@@ -24,7 +24,7 @@ from torch import nn
 from toylib.attention import attention
 from toylib.device import pick_device, seed_everything
 from toylib.plot import format_table
-from toylib.train import History, fit, forever, load_checkpoint, save_checkpoint
+from toylib.train import History, fit, forever, load_checkpoint, save_checkpoint, stop_when
 
 # The 8 offsets (row, column) of a cell's neighbours.
 NEIGHBOUR_OFFSETS = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
@@ -392,12 +392,6 @@ def train_life(
         # one number to keep the best weights by: exactness first, then attention
         return {"val_exact": exact, "neighbour_attention": attn, "val_shortfall": 2 * (1 - exact) + (1 - attn)}
 
-    def on_eval(step, m, history):
-        stop = stop_at_target and history.last["val_exact"] == 1.0 and history.last["neighbour_attention"] >= config.attention_target
-        if callback is not None and callback(step, m, history):
-            stop = True
-        return stop
-
     history = fit(
         model,
         forever(make_batch),
@@ -408,7 +402,7 @@ def train_life(
         warmup=config.warmup,
         eval_fn=evaluate,
         eval_every=config.eval_every,
-        callback=on_eval,
+        callback=stop_when(lambda r: stop_at_target and r["val_exact"] == 1.0 and r["neighbour_attention"] >= config.attention_target, callback),
         monitor="val_shortfall",
         restore_best=True,
         device=device,

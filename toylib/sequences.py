@@ -37,7 +37,7 @@ from torch import nn
 
 from toylib.attention import Encoder, MultiHeadAttention, sinusoidal_positions
 from toylib.device import pick_device, seed_everything
-from toylib.train import History, fit, forever, load_checkpoint, save_checkpoint
+from toylib.train import History, fit, forever, load_checkpoint, save_checkpoint, stop_when
 
 TASKS = ("copy", "reverse", "rotate", "filter")
 EMPTY = 0  # the empty symbol: never in an input, written by filter
@@ -438,12 +438,6 @@ def train_sequences(
         on_src = (patterns[:, 0, 0].argmax(-1) == src).float().mean().item()
         return {"val_exact": exact, "val_loss": loss, "val_attention_on_source": on_src}
 
-    def on_eval(step, m, history):
-        stop = stop_at_target and history.last["val_exact"] == 1.0 and history.last["val_loss"] < cfg.stop_loss
-        if callback is not None and callback(step, m, history):
-            stop = True
-        return stop
-
     history = fit(
         model,
         forever(make_batch),
@@ -454,7 +448,7 @@ def train_sequences(
         eval_every=cfg.eval_every,
         monitor="val_loss",
         restore_best=True,
-        callback=on_eval,
+        callback=stop_when(lambda r: stop_at_target and r["val_exact"] == 1.0 and r["val_loss"] < cfg.stop_loss, callback),
         device=device,
         optimizer=cfg.optimizer,
         progress=progress,

@@ -166,6 +166,23 @@ def fit(
     return history
 
 
+Callback = Callable[[int, nn.Module, History], "bool | None"]
+
+
+def stop_when(reached: Callable[[dict[str, float]], bool], then: Callback | None = None) -> Callback:
+    """A `fit` callback that stops training at the first evaluation whose record satisfies
+    `reached` (a chapter's target), after running the caller's own callback `then`, which
+    is always called and may stop training too."""
+
+    def on_eval(step: int, model: nn.Module, history: History) -> bool:
+        stop = bool(reached(history.last))
+        if then is not None and then(step, model, history):
+            stop = True
+        return stop
+
+    return on_eval
+
+
 def forever(make_batch: Callable[[], Batch]) -> Iterator[Batch]:
     """An endless stream of freshly generated batches, for tasks whose data is unlimited."""
     while True:

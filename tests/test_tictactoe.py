@@ -1,0 +1,222 @@
+import numpy as np
+import pytest
+import torch
+
+from toylib import tictactoe as t3
+from toylib.tictactoe import EMPTY, O, X
+
+
+@pytest.fixture(scope="module")
+def data():
+    return t3.Dataset.build()
+
+
+# ----------------------------------------------------------------------------- the game
+
+
+def test_game_follows_the_rules():
+    s = t3.TicTacToe()
+    assert s.current_player() == X and s.legal_actions() == list(range(9)) and not s.is_terminal()
+    for a in (0, 3, 1, 4, 2):  # X takes the top row
+        s = s.apply_action(a)
+    assert s.winner() == X and s.is_terminal() and s.returns() == (1, -1) and s.legal_actions() == []
+    assert str(s) == "X X X\nO O .\n. . ."
+    with pytest.raises(ValueError, match="game is over"):
+        s.apply_action(8)
+    with pytest.raises(ValueError, match="not legal"):
+        t3.TicTacToe().apply_action(0).apply_action(0)
+
+
+def test_a_full_board_without_a_line_is_a_draw():
+    s = t3.TicTacToe(t3.parse_board("XOX XOO OXX"))
+    assert s.is_terminal() and s.winner() == EMPTY and s.returns() == (0, 0)
+
+
+@pytest.mark.parametrize(
+    "board, message",
+    [
+        ("XXXXX OO..", "one more"),  # 5 X and 2 O
+        ("OO. ... ...", "one more"),
+        ("XXX OOO ...", "both players"),
+        ("XXX OO. O..", "O has moved as often"),
+        ("OOO XX. X.X", "X has moved once more"),
+    ],
+)
+def test_impossible_boards_are_refused(board, message):
+    with pytest.raises(ValueError, match=message):
+        t3.parse_board(board)
+
+
+def test_bad_symbols_and_sizes_are_refused():
+    with pytest.raises(ValueError, match="cells must be"):
+        t3.check_board([0, 1, 3, 0, 0, 0, 0, 0, 0])
+    with pytest.raises(ValueError, match="9 cells"):
+        t3.check_board([0] * 8)
+    with pytest.raises(ValueError, match="written with X, O"):
+        t3.parse_board("XZ. ... ...")
+    with pytest.raises(ValueError, match="cells must be"):
+        t3.model_moves(t3.TicTacToeNet(), torch.full((1, 9), 5))
+
+
+# ----------------------------------------------------------------------------- minimax
+
+
+def test_minimax_values_of_known_positions():
+    assert t3.game_value([EMPTY] * 9) == 0  # perfect play draws
+    assert t3.game_value(t3.parse_board("XX. OO. ...")) == 1  # X wins at once
+    assert t3.best_move(t3.parse_board("XX. OO. ...")) == 2
+    # O must block at 2; X's fork (0 and 8 corners, centre O... ) : a known forced win for X
+    assert t3.optimal_moves(t3.parse_board("XX. .O. ...")) == [2]
+    fork = t3.parse_board("X.. .O. ..X")  # O to move must take an edge, not a corner
+    assert t3.game_value(fork) == 0 and set(t3.optimal_moves(fork)) == {1, 3, 5, 7}
+    corner_reply = t3.parse_board("X.. .O. ..X")
+    assert t3.game_value(corner_reply[:2] + (O,) + corner_reply[3:]) == 1  # O in a corner loses to X's fork
+    assert t3.game_value(t3.parse_board("X.. ... ...")) == 0 and t3.optimal_moves(t3.parse_board("X.. ... ...")) == [4]
+
+
+def test_best_move_prefers_the_fastest_win():
+    # X can win now at 2, or later; the post's label takes the immediate win
+    board = t3.parse_board("XX. O.. O..")
+    scores = t3.move_scores(board)
+    assert t3.best_move(board) == 2 and scores[2] == max(scores.values())
+    assert all(s > 0 for a, s in scores.items() if a in t3.optimal_moves(board))
+
+
+# ----------------------------------------------------------------------------- positions and the split
+
+
+def test_position_counts():
+    everything = t3.all_positions()
+    open_ = t3.open_positions()
+    assert len(everything) == 5478 and len(open_) == 4520
+    movers = [t3.TicTacToe(b).current_player() for b in open_]
+    assert movers.count(X) == 2423 and movers.count(O) == 2097
+
+
+def test_symmetries_form_the_group_of_the_square():
+    assert len(set(t3.SYMMETRIES)) == 8
+    for p in t3.SYMMETRIES:  # each maps every line to a line
+        assert {tuple(sorted(p.index(c) for c in line)) for line in t3.LINES} == {tuple(sorted(l)) for l in t3.LINES}
+    b = t3.parse_board("XO. ... ...")
+    assert len({t3.transform(b, p) for p in t3.SYMMETRIES}) == 8
+    assert all(t3.canonical(t3.transform(b, p)) == t3.canonical(b) for p in t3.SYMMETRIES)
+
+
+def test_split_by_symmetry_never_leaks_a_class(data):
+    parts = t3.split_by_symmetry(t3.open_positions(), seed=0)
+    classes = {k: {t3.canonical(b) for b in v} for k, v in parts.items()}
+    assert not classes["train"] & classes["test"] and not classes["train"] & classes["val"] and not classes["val"] & classes["test"]
+    assert sum(map(len, parts.values())) == 4520
+    assert 0.09 < len(parts["test"]) / 4520 < 0.11 and 0.09 < len(parts["val"]) / 4520 < 0.11
+    # every board of a class is in the same part, and the split is repeatable and seeded
+    assert parts == t3.split_by_symmetry(t3.open_positions(), seed=0)
+    assert parts["test"] != t3.split_by_symmetry(t3.open_positions(), seed=1)["test"]
+    assert {tuple(b) for b in data.test.boards.tolist()} == set(parts["test"])
+    with pytest.raises(ValueError, match="fractions"):
+        t3.split_by_symmetry([], fractions=(0.5, 0.5, 0.5))
+
+
+def test_positions_carry_every_optimal_move(data):
+    pos = data.everything
+    i = [tuple(b) for b in pos.boards.tolist()].index(t3.parse_board("X.. .O. ..X"))
+    assert set(pos.optimal[i].nonzero().flatten().tolist()) == {1, 3, 5, 7}
+    assert pos.n_optimal[i] == 4 and pos.label[i] in (1, 3, 5, 7) and pos.mover[i] == O
+    # every target is the board with one optimal move made
+    assert ((pos.targets != pos.boards[:, None]).sum(-1) == 1).all()
+    assert pos.outcome[i].tolist() == [-100, 1, 0, 1, -100, 1, 0, 1, -100]
+    with pytest.raises(ValueError, match="open"):
+        t3.Positions.of([t3.parse_board("XXX OO. ...")])
+
+
+# ----------------------------------------------------------------------------- model, measures and play
+
+
+def test_model_shapes_and_the_mover_view():
+    model = t3.TicTacToeNet(t3.TicTacToeConfig())
+    boards = torch.tensor([t3.parse_board("X.. ... ..."), t3.parse_board("X.. .O. ...")])
+    logits, values, patterns = model(boards)
+    assert logits.shape == (2, 9, 3) and values.shape == (2, 9, 3) and patterns.shape == (2, 4, 4, 9, 9)
+    assert torch.allclose(patterns.sum(-1), torch.ones(2, 4, 4, 9))
+    # the model sees the board as (empty, mine, theirs) and writes back in X and O
+    seen = t3.as_seen_by_mover(torch.tensor([t3.parse_board("XO. ... ..."), t3.parse_board("X.. ... ...")]))
+    assert seen.tolist() == [[1, 2] + [0] * 7, [2] + [0] * 8]
+    with torch.no_grad():
+        model.unembed.weight.zero_()
+        model.unembed.bias.copy_(torch.tensor([0.0, 5.0, 0.0]))  # every cell says "mine"
+    written = model(boards)[0].argmax(-1)
+    assert (written[0] == O).all() and (written[1] == X).all()  # O to move, then X to move
+    with pytest.raises(ValueError, match="divisible"):
+        t3.TicTacToeConfig(d_model=30, n_heads=4)
+    with pytest.raises(ValueError, match="loss"):
+        t3.TicTacToeConfig(loss="mse")
+
+
+def test_scores_judge_legality_and_optimality(data):
+    class Oracle(t3.TicTacToeNet):
+        """Writes the post's label board with certainty."""
+
+        def forward(self, boards):
+            label = {tuple(b): m for b, m in zip(data.everything.boards.tolist(), data.everything.label.tolist())}
+            nxt = boards.clone()
+            for i, b in enumerate(boards.tolist()):
+                if tuple(b) in label:
+                    nxt[i, label[tuple(b)]] = X if b.count(X) == b.count(O) else O
+            logits = torch.nn.functional.one_hot(nxt, 3).float() * 20
+            return logits, logits, torch.zeros(len(boards), 1, 1, 9, 9)
+
+    oracle = Oracle(t3.TicTacToeConfig(symmetric=False))
+    s = t3.score(oracle, data.test)
+    assert s.exact_label == s.legal == s.raw_optimal == s.optimal == 1.0
+    policy = t3.model_policy(oracle)
+    assert t3.play_exhaustively(policy, X)["loss"] == 0 and t3.play_exhaustively(policy, O)["loss"] == 0
+    assert t3.play_exhaustively(policy, X, "minimax") == {"draw": sum(t3.play_exhaustively(policy, X, "minimax").values())}
+
+    class Lazy(t3.TicTacToeNet):
+        """Writes the board unchanged: never a legal move; plays the first empty cell."""
+
+        def forward(self, boards):
+            logits = torch.nn.functional.one_hot(boards, 3).float() * 20
+            return logits, logits, torch.zeros(len(boards), 1, 1, 9, 9)
+
+    lazy = Lazy(t3.TicTacToeConfig(symmetric=False))
+    s = t3.score(lazy, data.test)
+    assert s.legal == 0 and s.exact_label == 0 and s.raw_optimal == 0 and 0 < s.optimal < 1
+    policy = t3.model_policy(lazy)
+    assert t3.play_exhaustively(policy, X)["loss"] > 0
+    assert sum(t3.play_random(policy, O, 50, seed=3).values()) == 50
+    with pytest.raises(ValueError, match="side"):
+        t3.play_exhaustively(policy, 3)
+
+
+def test_kinds_of_position():
+    assert t3.kind_of(t3.parse_board("XX. OO. ...")) == "win"
+    assert t3.kind_of(t3.parse_board("XX. .O. ...")) == "block"
+    assert t3.kind_of(t3.parse_board("X.. .O. ..X")) == "quiet"
+    fork = t3.parse_board("... ..X OXO")  # X's only winning move, the centre, makes two threats
+    assert t3.kind_of(fork) == "fork" and t3.optimal_moves(fork) == [4]
+    assert t3.threats(t3.parse_board("... .XX OXO"), X) == [1, 3]
+
+
+def test_attention_profile_shares_sum_to_one():
+    model = t3.TicTacToeNet(t3.TicTacToeConfig(n_layers=2, n_heads=2))
+    rows, names = t3.attention_profile(model, torch.tensor(t3.open_positions()[:50]))
+    assert len(rows) == 2 * 2 + 1 and names[:5] == ["self", "row", "column", "diagonal", "no line"]
+    for r in rows:
+        assert sum(r[2:7]) == pytest.approx(1.0, abs=1e-5) and sum(r[7:]) == pytest.approx(1.0, abs=1e-5)
+    assert rows[-1][2] == pytest.approx(1 / 9)
+
+
+def test_training_is_deterministic_and_learns(data):
+    cfg = t3.TicTacToeConfig(max_epochs=3, stop_at_target=False, early_stopping=None)
+    m1, h1 = t3.train_tictactoe(cfg, data, progress=False)
+    m2, h2 = t3.train_tictactoe(cfg, data, progress=False)
+    assert h1.column("loss") == h2.column("loss")
+    assert h1.column("loss")[-1] < h1.column("loss")[0]
+    assert h1.steps == 3 * -(-len(data.train) // cfg.batch_size)
+
+
+def test_board_image_and_game_frames():
+    img = t3.board_image(t3.parse_board("XO. ... ..."), cell=10)
+    assert img.shape == (30, 30) and set(np.unique(img)) == {0, 1, 2, 3}
+    frames, titles = t3.game_frames(t3.TicTacToeNet(t3.TicTacToeConfig(symmetric=False)), side=X, cell=6)
+    assert frames.shape[1:] == (2, 18, 18) and len(frames) == len(titles) and titles[-1] in ("X wins", "O wins", "draw")
