@@ -7,7 +7,8 @@ Core modules, used by every chapter:
 - ``toylib.train``     the one training loop, its history, checkpoints
 - ``toylib.plot``      attention grids, animations, training curves
 
-One module per chapter: ``toylib.life`` (Conway's Game of Life).
+One module per chapter: ``toylib.life`` (Conway's Game of Life), ``toylib.sequences``
+(copy, reverse, rotate, filter), ``toylib.tictactoe`` (the game, minimax and its model).
 """
 
 __version__ = "0.1.0"
