@@ -14,11 +14,8 @@ Cells are numbered 0..8 row by row; a board is a tuple of 9 symbols, EMPTY, X or
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
-import itertools
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
@@ -29,7 +26,6 @@ from torch import nn
 
 from toylib.attention import Encoder, count_parameters
 from toylib.device import pick_device, seed_everything
-from toylib.plot import format_table
 from toylib.train import History, fit, minibatches, stop_when
 
 EMPTY, X, O = 0, 1, 2
