@@ -4,6 +4,7 @@
     python benchmarks/run.py --seeds 3       # fewer seeds
     python benchmarks/run.py --life-size 16  # the Life chapter at the post's grid size
     python benchmarks/run.py --chapters sequences   # one chapter only
+    python benchmarks/run.py --chapters tictactoe
 
 A run "converges" when its trained model meets every target of its chapter's summary
 (measured on unseen data, as in the chapter) within the chapter's time budget.
@@ -20,7 +21,7 @@ import time
 
 import torch
 
-from toylib import life, sequences
+from toylib import life, sequences, tictactoe
 from toylib.plot import format_table
 
 
@@ -41,6 +42,25 @@ def life_rows(seeds: range, size: int, device: str | None):
     return rows, f"life {size}x{size}: {n_ok}/{len(rows)} seeds converged; training time median {statistics.median(times):.0f} s, max {max(times):.0f} s"
 
 
+def tictactoe_rows(seeds: range, device: str | None):
+    """One row per seed of the default config: the split stays the chapter's (split_seed 0),
+    the seed sets the initial weights and the batch order."""
+    data = tictactoe.Dataset.build(tictactoe.TicTacToeConfig.split_seed)
+    rows, times = [], []
+    for seed in seeds:
+        model, history = tictactoe.train_tictactoe(tictactoe.TicTacToeConfig(seed=seed), data, device=device, progress=False)
+        s = tictactoe.summarise(model.cpu(), data, random_games=0)
+        ok = all(r[3] == "yes" for r in s.rows(history.seconds))
+        times.append(history.seconds)
+        losses = s.exhaustive_x["loss"] + s.exhaustive_o["loss"]
+        rows.append(("tictactoe", seed, history.steps, f"{history.seconds:.0f}", f"{100 * s.test.optimal:.2f}",
+                     f"{100 * s.everything.optimal:.2f}", losses, "yes" if ok else "no"))
+        print(format_table(rows[-1:], TICTACTOE_HEADER).splitlines()[-1], flush=True)
+    n_ok = sum(r[-1] == "yes" for r in rows)
+    return rows, f"tictactoe: {n_ok}/{len(rows)} seeds met every target; training time median {statistics.median(times):.0f} s, max {max(times):.0f} s"
+
+
+TICTACTOE_HEADER = ("chapter", "seed", "steps", "train s", "test optimal %", "all 4,520 optimal %", "games lost", "converged")
 HEADER = ("chapter", "seed", "steps", "train s", "test exact %", "games %", "3x3 %", "attn on nbrs %", "converged")
 
 if __name__ == "__main__":
@@ -48,7 +68,7 @@ if __name__ == "__main__":
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--life-size", type=int, default=life.LifeConfig.grid_size)
     p.add_argument("--device", default=None)
-    p.add_argument("--chapters", default="life,sequences", help="comma-separated: life, sequences")
+    p.add_argument("--chapters", default="life,sequences,tictactoe", help="comma-separated: life, sequences, tictactoe")
     args = p.parse_args()
     args.chapters = args.chapters.split(",")
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
@@ -70,4 +90,11 @@ if __name__ == "__main__":
             times = [float(r[6]) for r in mine]
             print(f"sequences {impl}: {sum(r[-1] == 'yes' for r in mine)}/{len(mine)} runs converged; "
                   f"training time median {statistics.median(times):.1f} s, max {max(times):.1f} s")
+    if "tictactoe" in args.chapters:
+        print()
+        print(format_table([], TICTACTOE_HEADER))
+        rows, line = tictactoe_rows(range(args.seeds), args.device)
+        print()
+        print(format_table(rows, TICTACTOE_HEADER))
+        print(line)
     print(f"benchmark took {time.perf_counter() - t0:.0f} s")

@@ -73,6 +73,20 @@ def test_padding_mask_blocks_the_masked_keys():
     assert torch.all(pattern[0, :, :, 2:] == 0)
 
 
+def test_a_float_mask_is_a_bias_added_to_the_scores():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 8)
+    bias = torch.randn(3, 4, 5)  # one bias per head, query and key
+    _, plain = attention(q, k, v)
+    _, biased = attention(q, k, v, bias)
+    expected = torch.softmax(torch.log(plain) + bias, dim=-1)  # the softmax of (scores + bias)
+    torch.testing.assert_close(biased, expected)
+    # a causal block accepts a bias too, and still never looks ahead
+    mha = MultiHeadAttention(8, 2, causal=True)
+    _, pattern = mha(torch.randn(1, 4, 8), mask=torch.randn(1, 2, 4, 4))
+    assert torch.all(pattern.triu(1) == 0)
+
+
 def test_bad_sizes_raise_value_errors():
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadAttention(10, 3)

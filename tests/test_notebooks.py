@@ -72,3 +72,9 @@ def test_the_sequences_summary_table_is_compared_by_nbval():
     text = stored_summary("sequences.ipynb", 'format_table(summary, ("measure", "target", "measured", "met"))')
     assert "PyTorch exact match" in text and "attention on source" in text
     assert "NO" not in text.split(), "the stored summary meets every target"
+
+
+def test_the_tictactoe_summary_table_is_compared_by_nbval():
+    text = stored_summary("tictactoe.ipynb", "t3.summarise(")
+    assert "held-out test positions" in text and "exhaustive play as O" in text
+    assert "NO" not in text.split(), "the stored summary meets every target"

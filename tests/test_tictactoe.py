@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from toylib import tictactoe as t3
+from toylib.attention import count_parameters
 from toylib.tictactoe import EMPTY, O, X
 
 
@@ -133,8 +134,13 @@ def test_model_shapes_and_the_mover_view():
     model = t3.TicTacToeNet(t3.TicTacToeConfig())
     boards = torch.tensor([t3.parse_board("X.. ... ..."), t3.parse_board("X.. .O. ...")])
     logits, values, patterns = model(boards)
-    assert logits.shape == (2, 9, 3) and values.shape == (2, 9, 3) and patterns.shape == (2, 4, 4, 9, 9)
-    assert torch.allclose(patterns.sum(-1), torch.ones(2, 4, 4, 9))
+    # 17 tokens: 9 cells and 8 lines; the answer is read from the cells
+    assert logits.shape == (2, 9, 3) and values.shape == (2, 9, 3) and patterns.shape == (2, 4, 4, 17, 17)
+    assert torch.allclose(patterns.sum(-1), torch.ones(2, 4, 4, 17))
+    post = t3.TicTacToeNet(t3.POST_CONFIGS["1: d=32, 4 heads"][0])
+    assert post(boards)[2].shape == (2, 4, 4, 9, 9)
+    # the chapter's model is no larger than the post's smallest, the summary's limit
+    assert count_parameters(model) <= count_parameters(post) == t3.POST_SMALLEST
     # the model sees the board as (empty, mine, theirs) and writes back in X and O
     seen = t3.as_seen_by_mover(torch.tensor([t3.parse_board("XO. ... ..."), t3.parse_board("X.. ... ...")]))
     assert seen.tolist() == [[1, 2] + [0] * 7, [2] + [0] * 8]
@@ -147,6 +153,36 @@ def test_model_shapes_and_the_mover_view():
         t3.TicTacToeConfig(d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="loss"):
         t3.TicTacToeConfig(loss="mse")
+
+
+def test_relations_survive_every_symmetry():
+    rel = t3.TOKEN_RELATIONS
+    assert rel.shape == (17, 17) and set(rel.unique().tolist()) == set(range(len(t3.RELATION_NAMES)))
+    assert (rel[:9, 9:] == 3).sum(1).tolist() == [3, 2, 3, 2, 4, 2, 3, 2, 3]  # lines through each cell
+    assert ((rel[9:, :9] == 5).sum(1) == 3).all()  # cells on each line
+    for perm in t3.SYMMETRIES:
+        # where each token goes: cells by the permutation, lines to the line of their moved cells
+        cell_to = [perm.index(c) for c in range(9)]  # view[i] = board[perm[i]]: cell c moves to perm.index(c)
+        line_to = [t3.LINES.index(tuple(sorted(cell_to[c] for c in line))) for line in t3.LINES]
+        to = torch.tensor(cell_to + [9 + j for j in line_to])
+        moved = torch.empty_like(rel)
+        moved[to[:, None], to[None, :]] = rel
+        assert torch.equal(moved, rel)
+        assert torch.equal(t3._TOKEN_KIND[to], t3._TOKEN_KIND)
+
+
+def test_the_graph_model_answers_twins_alike(data):
+    """A rotated or mirrored board gets the rotated or mirrored answer, before any training."""
+    torch.manual_seed(0)
+    model = t3.TicTacToeNet(t3.TicTacToeConfig()).eval()
+    boards = data.test.boards[:64]
+    with torch.no_grad():
+        logits, values, _ = model(boards)
+        for perm in t3.SYMMETRIES:
+            p = torch.tensor(perm)
+            view_logits, view_values, _ = model(boards[:, p])  # the twin: view[i] = board[perm[i]]
+            torch.testing.assert_close(view_logits, logits[:, p], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(view_values, values[:, p], atol=1e-5, rtol=1e-5)
 
 
 def test_scores_judge_legality_and_optimality(data):
@@ -162,7 +198,7 @@ def test_scores_judge_legality_and_optimality(data):
             logits = torch.nn.functional.one_hot(nxt, 3).float() * 20
             return logits, logits, torch.zeros(len(boards), 1, 1, 9, 9)
 
-    oracle = Oracle(t3.TicTacToeConfig(symmetric=False))
+    oracle = Oracle(t3.TicTacToeConfig())
     s = t3.score(oracle, data.test)
     assert s.exact_label == s.legal == s.raw_optimal == s.optimal == 1.0
     policy = t3.model_policy(oracle)
@@ -177,7 +213,7 @@ def test_scores_judge_legality_and_optimality(data):
             logits = torch.nn.functional.one_hot(boards, 3).float() * 20
             return logits, logits, torch.zeros(len(boards), 1, 1, 9, 9)
 
-    lazy = Lazy(t3.TicTacToeConfig(symmetric=False))
+    lazy = Lazy(t3.TicTacToeConfig())
     s = t3.score(lazy, data.test)
     assert s.legal == 0 and s.exact_label == 0 and s.raw_optimal == 0 and 0 < s.optimal < 1
     policy = t3.model_policy(lazy)
@@ -198,11 +234,25 @@ def test_kinds_of_position():
 
 def test_attention_profile_shares_sum_to_one():
     model = t3.TicTacToeNet(t3.TicTacToeConfig(n_layers=2, n_heads=2))
-    rows, names = t3.attention_profile(model, torch.tensor(t3.open_positions()[:50]))
-    assert len(rows) == 2 * 2 + 1 and names[:5] == ["self", "row", "column", "diagonal", "no line"]
+    boards = torch.tensor(t3.open_positions()[:50])
+    rows, names = t3.attention_profile(model, boards)
+    assert len(rows) == 2 * 2 + 1 and len(names) == len(rows[0]) - 2
+    col = {n: i + 2 for i, n in enumerate(names)}
+    cell_parts = ["cell: itself", "cell: cells on its lines", "cell: other cells", "cell: its lines", "cell: other lines"]
+    line_parts = ["line: its cells", "line: other cells", "line: lines"]
     for r in rows:
-        assert sum(r[2:7]) == pytest.approx(1.0, abs=1e-5) and sum(r[7:]) == pytest.approx(1.0, abs=1e-5)
-    assert rows[-1][2] == pytest.approx(1 / 9)
+        assert sum(r[col[n]] for n in cell_parts) == pytest.approx(1.0, abs=1e-5)
+        assert sum(r[col[n]] for n in line_parts) == pytest.approx(1.0, abs=1e-5)
+        split = sum(r[col[f"line: its cells, {k}"]] for k in ("mine", "theirs", "empty"))
+        assert split == pytest.approx(r[col["line: its cells"]], abs=1e-5)  # its cells, split by what they hold
+        assert r[col["cell: hot cells"]] <= r[col["cell: empty cells"]] + 1e-6  # hot cells are empty cells
+    uniform = rows[-1]
+    assert uniform[col["cell: itself"]] == pytest.approx(1 / 17) and uniform[col["line: its cells"]] == pytest.approx(3 / 17)
+    assert uniform[col["cell: empty cells"]] == pytest.approx((boards == EMPTY).float().sum(1).mean().item() / 17, abs=1e-6)
+    # the relation bias starts the model reading along lines: a line looks mostly at its own cells
+    assert rows[0][col["line: its cells"]] > 0.5
+    with pytest.raises(ValueError, match="graph"):
+        t3.attention_profile(t3.TicTacToeNet(t3.POST_CONFIGS["1: d=32, 4 heads"][0]), boards[:5])
 
 
 def test_training_is_deterministic_and_learns(data):
@@ -217,5 +267,16 @@ def test_training_is_deterministic_and_learns(data):
 def test_board_image_and_game_frames():
     img = t3.board_image(t3.parse_board("XO. ... ..."), cell=10)
     assert img.shape == (30, 30) and set(np.unique(img)) == {0, 1, 2, 3}
-    frames, titles = t3.game_frames(t3.TicTacToeNet(t3.TicTacToeConfig(symmetric=False)), side=X, cell=6)
+    frames, titles = t3.game_frames(t3.TicTacToeNet(t3.TicTacToeConfig()), side=X, cell=6)
     assert frames.shape[1:] == (2, 18, 18) and len(frames) == len(titles) and titles[-1] in ("X wins", "O wins", "draw")
+
+
+def test_command_line_measures_a_saved_model(tmp_path, capsys):
+    from toylib.train import save_checkpoint
+
+    path = tmp_path / "t3.pt"
+    save_checkpoint(path, t3.TicTacToeNet(t3.TicTacToeConfig()), t3.TicTacToeConfig(), train_seconds=1.0)
+    summary = t3.main(["--load", str(path)])
+    out = capsys.readouterr().out
+    assert "held-out test positions" in out and "exhaustive play as X" in out
+    assert summary.parameters == t3.POST_SMALLEST and summary.everything.n == 4520

@@ -166,6 +166,11 @@ def test_attention_grid_titles_and_shapes():
     assert titles[0] == "Layer 0, Head 0" and titles[-1] == "Layer 1, Head 2"
     with pytest.raises(ValueError, match="layers, heads"):
         attention_grid(np.zeros((2, 3, 4)))
+    fig = attention_grid(np.random.rand(2, 2, 3, 3), labels=["a", "b", "c"])
+    assert [t.get_text() for t in fig.axes[2].get_yticklabels()] == ["a", "b", "c"]  # left column, second row
+    assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["", "", ""]
+    with pytest.raises(ValueError, match="labels"):
+        attention_grid(np.zeros((1, 1, 3, 3)), labels=["a"])
 
 
 def test_animation_plays_as_html_and_gif(tmp_path):

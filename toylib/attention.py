@@ -24,10 +24,13 @@ def attention(
     """Scaled dot-product attention, returning (output, pattern).
 
     q: (..., query_pos, d_head), k and v: (..., key_pos, d_head).
-    mask: boolean, broadcastable to (..., query_pos, key_pos); True where a query may attend.
+    mask, broadcastable to (..., query_pos, key_pos): boolean, True where a query may attend;
+    or floating point, a bias added to the scores (a learned preference for some keys).
     A query row that may attend to nothing gets a pattern of zeros, not NaNs.
     """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., query_pos, key_pos)
+    if mask is not None and mask.dtype != torch.bool:
+        scores, mask = scores + mask, None
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     pattern = torch.softmax(scores, dim=-1)  # (..., query_pos, key_pos)
@@ -90,8 +93,12 @@ class MultiHeadAttention(nn.Module):
             if context is not x:
                 raise ValueError("a causal mask applies to self-attention only")
             cm = causal_mask(x.shape[1], x.device)
-            mask = cm if mask is None else mask & cm
-        if mask is not None and mask.dim() == 3:  # (batch, query_pos, key_pos): same for every head
+            if mask is None:
+                mask = cm
+            else:
+                mask = mask & cm if mask.dtype == torch.bool else mask.masked_fill(~cm, float("-inf"))
+        if mask is not None and mask.dim() == 3:  # (batch, query_pos, key_pos): same for every head;
+            # a per-head mask or bias comes as (batch or 1, head, query_pos, key_pos)
             mask = mask[:, None]
         z, pattern = attention(q, k, v, mask)  # (batch, head, query_pos, d_head)
         b, _, n, _ = z.shape

@@ -23,24 +23,34 @@ def _as_numpy(x) -> np.ndarray:
 
 
 def attention_grid(
-    patterns, *, title: str | None = None, cmap: str = "viridis", size: float = 2.2, vmax: float | None = None
+    patterns,
+    *,
+    title: str | None = None,
+    cmap: str = "viridis",
+    size: float = 2.2,
+    vmax: float | None = None,
+    labels: Sequence[str] | None = None,
 ) -> Figure:
     """Draw a (layers, heads, query_pos, key_pos) array of attention patterns as a grid of
-    heatmaps titled "Layer r, Head c". A 2-D array is one layer with one head."""
+    heatmaps titled "Layer r, Head c". A 2-D array is one layer with one head.
+    labels: a name per position, written along the left column and the bottom row."""
     p = _as_numpy(patterns)
     if p.ndim == 2:
         p = p[None, None]
     if p.ndim != 4:
         raise ValueError(f"patterns must be (layers, heads, query, key) or (query, key), got shape {p.shape}")
     n_layers, n_heads = p.shape[:2]
+    if labels is not None and len(labels) != p.shape[-1]:
+        raise ValueError(f"{len(labels)} labels for {p.shape[-1]} positions")
     fig, axes = plt.subplots(n_layers, n_heads, figsize=(size * n_heads, size * n_layers), squeeze=False)
     for r in range(n_layers):
         for c in range(n_heads):
             ax = axes[r, c]
             ax.imshow(p[r, c], cmap=cmap, vmin=0, vmax=vmax, interpolation="nearest")
             ax.set_title(f"Layer {r}, Head {c}", fontsize=9)
-            ax.set_xticks([])
-            ax.set_yticks([])
+            ticks = range(p.shape[-1]) if labels is not None else []
+            ax.set_xticks(ticks, labels if labels is not None and r == n_layers - 1 else [""] * len(ticks), fontsize=5, rotation=90)
+            ax.set_yticks(ticks, labels if labels is not None and c == 0 else [""] * len(ticks), fontsize=5)
     axes[-1, 0].set_xlabel("key position")
     axes[-1, 0].set_ylabel("query position")
     if title:

@@ -5,7 +5,9 @@ board (9 cells, three symbols) and writes the optimal next board, one 3-way clas
 per cell, trained on minimax's moves. Its measure was whole-board exact match against one
 minimax label on a random split; this module measures what matters for a player instead:
 whether the move keeps the game's minimax value, on positions whose rotated or mirrored
-twins were never trained on, and whether the model ever loses.
+twins were never trained on, and whether the model ever loses. Its model reads the 9 cells
+and the 8 lines as tokens, with an attention bias per relation between them, so that it
+answers a rotated or mirrored board exactly alike.
 
 The game follows the conventions of game libraries (OpenSpiel, Gymnasium): an immutable
 state with `legal_actions`, `apply_action`, `is_terminal`, `winner`, `returns`, `__str__`.
@@ -14,8 +16,10 @@ Cells are numbered 0..8 row by row; a board is a tuple of 9 symbols, EMPTY, X or
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
@@ -26,7 +30,8 @@ from torch import nn
 
 from toylib.attention import Encoder, count_parameters
 from toylib.device import pick_device, seed_everything
-from toylib.train import History, fit, minibatches, stop_when
+from toylib.plot import format_table
+from toylib.train import History, fit, load_checkpoint, minibatches, save_checkpoint, stop_when
 
 EMPTY, X, O = 0, 1, 2
 SYMBOLS = ".XO"  # how each symbol prints
@@ -323,17 +328,16 @@ class TicTacToeConfig:
     dropout: float = 0.0
     loss: str = "any_optimal"  # "any_optimal": likelihood of the set of optimal next boards; "label": the post's
     relative: bool = True  # see the board as (empty, mine, theirs) of the player to move, not (empty, X, O)
-    value_weight: float = 1.0  # weight of the auxiliary loss: the minimax outcome of each legal move
-    positions: str = "lines"  # "lines": a sum of row, column and diagonal embeddings; "cells": one learned vector per cell
-    symmetric: bool = True  # decide on the mean of the 8 symmetric views of the board (see `cell_logp`)
+    value_weight: float = 3.0  # weight of the auxiliary loss: the minimax outcome of each legal move
+    positions: str = "graph"  # "graph": cell and line tokens, attention biased by relation; "cells": the post's, a vector per cell
     lr: float = 3e-3
-    weight_decay: float = 0.01  # AdamW's default, as in the post
+    weight_decay: float = 0.5  # strong: the training positions are fitted long before the held-out ones (the post: 0.01)
     batch_size: int = 128
     max_epochs: int = 100
     plateau_factor: float = 0.5  # ReduceLROnPlateau on the validation loss, stepped once an epoch
     plateau_patience: int = 10  # epochs
     monitor: str = "shortfall"  # what early stopping watches: "shortfall" (non-optimal moves), or "val_loss" (the post's)
-    early_stopping: int | None = 20  # epochs without a better `monitor`, then the best weights are restored
+    early_stopping: int | None = 60  # epochs without a better `monitor`, then the best weights are restored
     stop_at_target: bool = True  # stop once every train and validation position gets an optimal move
     split_seed: int = 0  # which symmetry classes are held out
     seed: int = 0  # initial weights and batch order
@@ -341,8 +345,8 @@ class TicTacToeConfig:
     def __post_init__(self):
         if self.loss not in ("any_optimal", "label"):
             raise ValueError(f"loss must be 'any_optimal' or 'label', got {self.loss!r}")
-        if self.positions not in ("lines", "cells"):
-            raise ValueError(f"positions must be 'lines' or 'cells', got {self.positions!r}")
+        if self.positions not in ("graph", "cells"):
+            raise ValueError(f"positions must be 'graph' or 'cells', got {self.positions!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
 
@@ -350,7 +354,7 @@ class TicTacToeConfig:
 # The post's four experiments (its exact-match accuracy beside each), trained its way: one
 # minimax label, AdamW at 1e-3, the learning rate halved after 30 epochs without a better
 # validation loss, early stopping after 50.
-POST_RECIPE = dict(loss="label", relative=False, value_weight=0.0, positions="cells", symmetric=False, lr=1e-3,
+POST_RECIPE = dict(loss="label", relative=False, value_weight=0.0, positions="cells", lr=1e-3, weight_decay=0.01,
                    plateau_patience=30, monitor="val_loss", early_stopping=50, stop_at_target=False)
 POST_CONFIGS = {
     "1: d=32, 4 heads": (TicTacToeConfig(d_model=32, n_heads=4, **POST_RECIPE), 84.459),
@@ -360,7 +364,46 @@ POST_CONFIGS = {
 }
 
 
-_INCIDENCE = torch.tensor([[float(c in line) for line in LINES] for c in range(9)])  # (9 cells, 8 lines): 1 where the cell is on the line
+# The chapter's model reads 17 tokens: the 9 cells, then the 8 lines (3 rows, 3 columns, 2
+# diagonals). A token is told only what survives the board's 8 symmetries: its symbol, and
+# its kind (corner, edge or centre cell, or line). How two tokens
+# stand to each other (a cell on a line, two lines crossing...) is one of N_RELATIONS
+# relations, and each head learns a bias for each relation. Rotating or mirroring the board
+# therefore rotates or mirrors the model's answer exactly: no position has a twin the model
+# could treat differently.
+TOKEN_NAMES = [str(c) for c in range(9)] + ["row 0", "row 1", "row 2", "col 0", "col 1", "col 2", "diag", "anti"]
+RELATION_NAMES = (
+    "cell: itself", "cell: cell on a shared line", "cell: cell on no shared line", "cell: its line", "cell: other line",
+    "line: its cell", "line: other cell", "line: itself", "line: crossing line", "line: parallel line",
+)  # fmt: skip
+
+
+def _kind_of_token(t: int) -> int:
+    if t >= 9:
+        return 3  # a line: which line it is shows in how it stands to the cells and the other lines
+    return 2 if t == 4 else 1 if t % 2 else 0  # centre, edge, corner
+
+
+def _token_relations() -> torch.Tensor:
+    """(17, 17) index into RELATION_NAMES of how key token j stands to query token i."""
+    n = 9 + len(LINES)
+    rel = torch.zeros(n, n, dtype=torch.long)
+    for i in range(n):
+        for j in range(n):
+            if i < 9 and j < 9:
+                rel[i, j] = 0 if i == j else 1 if any(i in line and j in line for line in LINES) else 2
+            elif i < 9:
+                rel[i, j] = 3 if i in LINES[j - 9] else 4
+            elif j < 9:
+                rel[i, j] = 5 if j in LINES[i - 9] else 6
+            else:
+                rel[i, j] = 7 if i == j else 8 if set(LINES[i - 9]) & set(LINES[j - 9]) else 9
+    return rel
+
+
+TOKEN_RELATIONS = _token_relations()
+POST_SMALLEST = 51_462  # parameters of the post's config 1 (a test counts them)
+_TOKEN_KIND = torch.tensor([_kind_of_token(t) for t in range(17)])
 
 
 def as_seen_by_mover(boards: torch.Tensor) -> torch.Tensor:
@@ -371,11 +414,15 @@ def as_seen_by_mover(boards: torch.Tensor) -> torch.Tensor:
 
 
 class TicTacToeNet(nn.Module):
-    """Board in, next board out: embed each cell's symbol and position, run the blocks
-    (self-attention over all 9 cells, no causal mask, as in the post's code), and classify
-    every cell as empty, X or O.
+    """Board in, next board out: run blocks of self-attention (no causal mask, as in the
+    post's code) and classify every cell as empty, X or O.
 
-    forward(boards (batch, 9)) -> (logits (batch, 9, 3), patterns (batch, layer, head, 9, 9))
+    positions="cells" is the post's model: 9 tokens, each cell's symbol plus one learned
+    vector for where it is. positions="graph" is the chapter's: 17 tokens, cells and lines,
+    and a learned attention bias per relation (see TOKEN_RELATIONS).
+
+    forward(boards (batch, 9)) -> (logits (batch, 9, 3), values (batch, 9, 3),
+                                   patterns (batch, layer, head, tokens, tokens))
     """
 
     def __init__(self, config: TicTacToeConfig = TicTacToeConfig()):
@@ -383,33 +430,43 @@ class TicTacToeNet(nn.Module):
         self.config = config
         d = config.d_model
         self.symbol = nn.Embedding(3, d)
-        # the same scale as the symbol embedding, so that neither drowns the other
-        if config.positions == "cells":
-            self.cell = nn.Parameter(torch.randn(9, d))
+        if config.positions == "graph":
+            self.kind = nn.Embedding(4, d)  # corner, edge, centre, line
+            bias = torch.zeros(config.n_layers, config.n_heads, len(RELATION_NAMES))
+            # start by reading along lines: a cell looks at its own lines, a line at its own
+            # cells (e^3 = 20 times the weight of any other token); training moves it from there
+            bias[:, :, RELATION_NAMES.index("cell: its line")] = 3.0
+            bias[:, :, RELATION_NAMES.index("line: its cell")] = 3.0
+            self.relation_bias = nn.Parameter(bias)  # (layer, head, relation)
         else:
-            # cells that share a row share a vector, and so for columns and each diagonal: a
-            # query can find the cells of its lines with one dot product
-            self.line = nn.Parameter(torch.randn(len(LINES), d) / 2)  # (8 lines, d_model)
+            # at the symbol embedding's scale, as nn.Embedding starts: at GPT-2's 0.02 the
+            # positions drown under the symbols and the model cannot tell the cells apart
+            self.cell = nn.Parameter(torch.randn(9, d))
         self.blocks = Encoder(config.n_layers, d, config.n_heads, config.mlp_ratio * d, config.dropout)
         self.drop = nn.Dropout(config.dropout)
         self.unembed = nn.Linear(d, 3)
         self.value = nn.Linear(d, 3)  # per cell: lose / draw / win if the player to move plays there
 
-    def position(self) -> torch.Tensor:
-        """(9, d_model): what each cell adds to its symbol to say where it is."""
-        if self.config.positions == "cells":
-            return self.cell
-        return _INCIDENCE.to(self.line.device) @ self.line  # (9, 8) @ (8, d_model)
-
     def forward(self, boards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         tokens = as_seen_by_mover(boards) if self.config.relative else boards
-        mover = torch.where((boards == X).sum(1) == (boards == O).sum(1), X, O)[:, None]  # (batch, 1)
-        x = self.drop(self.symbol(tokens) + self.position())  # (batch, 9, d_model)
-        x, patterns = self.blocks(x)  # (batch, 9, d_model), (batch, layer, head, 9, 9)
+        if self.config.positions == "graph":
+            kind = self.kind(_TOKEN_KIND.to(boards.device))  # (17, d_model)
+            cells = self.symbol(tokens) + kind[:9]  # (batch, 9, d_model)
+            x = self.drop(torch.cat([cells, kind[9:].expand(len(boards), -1, -1)], dim=1))  # (batch, 17, d_model)
+            bias = self.relation_bias[:, :, TOKEN_RELATIONS.to(boards.device)]  # (layer, head, 17, 17)
+            patterns = []
+            for layer, block in enumerate(self.blocks.blocks):
+                x, pattern = block(x, bias[layer][None])  # the bias is added to the attention scores
+                patterns.append(pattern)
+            x, patterns = self.blocks.ln_final(x)[:, :9], torch.stack(patterns, 1)  # (batch, 9, d_model), (batch, layer, head, 17, 17)
+        else:
+            x = self.drop(self.symbol(tokens) + self.cell)  # (batch, 9, d_model)
+            x, patterns = self.blocks(x)  # (batch, 9, d_model), (batch, layer, head, 9, 9)
         logits = self.unembed(x)  # (batch, 9, 3) over the same symbols as the input tokens
         if self.config.relative:
             # back to (empty, X, O): for O to move, "mine" is O and "theirs" is X
-            swap = (mover == O)[..., None]  # (batch, 1, 1)
+            mover = torch.where((boards == X).sum(1) == (boards == O).sum(1), X, O)  # (batch,)
+            swap = (mover == O)[:, None, None]  # (batch, 1, 1)
             logits = torch.where(swap, logits[..., [0, 2, 1]], logits)
         return logits, self.value(x), patterns
 
@@ -460,28 +517,11 @@ class Moves:
     move_prob: torch.Tensor
 
 
-_PERMS = torch.tensor(SYMMETRIES)  # (8, 9): view[i] = board[perm[i]]
-_INVERSE = torch.argsort(_PERMS, dim=1)  # (8, 9): board cell j sits at view position inverse[j]
-
-
 @torch.no_grad()
-def cell_logp(model: TicTacToeNet, boards: torch.Tensor, symmetric: bool | None = None) -> torch.Tensor:
-    """(batch, 9, 3) log-probabilities of each cell's next symbol.
-
-    With `symmetric` (the config's choice by default), the model reads the board in all 8
-    rotated and mirrored views and the log-probabilities are averaged back on the original
-    cells: a position and its twins then get the same (rotated) answer, and one view's
-    slip is outvoted by the other seven.
-    """
-    symmetric = model.config.symmetric if symmetric is None else symmetric
-    device = next(model.parameters()).device
-    views = zip(_PERMS, _INVERSE) if symmetric else [(torch.arange(9), torch.arange(9))]
-    total, n = 0.0, 0
-    for perm, inverse in views:
-        logits, _, _ = model(boards[:, perm].to(device))  # (batch, 9, 3) in the view's cell order
-        total = total + F.log_softmax(logits.float(), dim=-1).cpu()[:, inverse]
-        n += 1
-    return total / n
+def cell_logp(model: TicTacToeNet, boards: torch.Tensor) -> torch.Tensor:
+    """(batch, 9, 3) log-probabilities of each cell's next symbol, on the CPU."""
+    logits, _, _ = model(boards.to(next(model.parameters()).device))
+    return F.log_softmax(logits.float(), dim=-1).cpu()
 
 
 @torch.no_grad()
@@ -553,18 +593,21 @@ def train_tictactoe(
     tensors = tuple(getattr(data.train, f.name) for f in dataclasses.fields(Positions))
     per_epoch = -(-len(data.train) // config.batch_size)
 
+    # scoring every training position each epoch costs about as much as an epoch of training
+    # for a small model: only when the stopping rule needs it
+    needs_train = config.stop_at_target or config.monitor == "shortfall"
+
     def evaluate(m):
         val_loss = tictactoe_loss(m, data.val, config.loss).item()
-        val, train = score(m, data.val), score(m, data.train)
-        return {
-            "val_loss": val_loss,
-            "val_optimal": val.optimal,
-            "train_optimal": train.optimal,
-            "val_exact_label": val.exact_label,
+        val = score(m, data.val)
+        record = {"val_loss": val_loss, "val_optimal": val.optimal, "val_exact_label": val.exact_label}
+        if needs_train:
+            train = score(m, data.train)
+            record["train_optimal"] = train.optimal
             # positions given a non-optimal move, validation and training alike; the loss
             # only breaks ties. Early stopping and the restored weights go by this.
-            "shortfall": (1 - val.optimal) * len(data.val) + (1 - train.optimal) * len(data.train) + min(val_loss, 1.0),
-        }
+            record["shortfall"] = (1 - val.optimal) * len(data.val) + (1 - train.optimal) * len(data.train) + min(val_loss, 1.0)
+        return record
 
     history = fit(
         model,
@@ -662,43 +705,45 @@ def kind_of(board: Sequence[int]) -> str:
     return "quiet"
 
 
-def _relations() -> dict[str, torch.Tensor]:
-    """(9, 9) boolean masks of how a key cell stands to a query cell."""
-    same = lambda lines: torch.tensor([[q != k and any(q in l and k in l for l in lines) for k in range(9)] for q in range(9)])  # noqa: E731
-    rel = {"self": torch.eye(9, dtype=torch.bool), "row": same(LINES[0:3]), "column": same(LINES[3:6]), "diagonal": same(LINES[6:8])}
-    rel["no line"] = ~(rel["self"] | rel["row"] | rel["column"] | rel["diagonal"])
-    return rel
-
-
-RELATIONS = _relations()
-
-
 @torch.no_grad()
 def attention_profile(model: TicTacToeNet, boards: torch.Tensor) -> tuple[list[tuple], list[str]]:
-    """Where each head's attention goes, averaged over `boards` and over query cells.
+    """Where each head of a "graph" model puts its attention, averaged over `boards`.
 
-    Returns rows (layer, head, share on each relation..., share on each kind of key cell...)
-    and the column names. Relations: the key is the query itself, shares its row, its
-    column, a diagonal, or no line. Kinds of key: empty, the mover's, the opponent's.
+    Returns rows (layer, head, shares...) and the share names, which start "cell:" for the
+    attention of a cell (the mean over the 9 cells) and "line:" for a line's (over the 8).
+    A cell's attention goes to itself, the cells on its lines, the other cells, its own lines
+    and the other lines (these five sum to 1); the cell's attention on empty cells, and on
+    "hot" cells (empty cells where either player would complete a line), cuts across them. A
+    line's attention goes to its own 3 cells, the other cells and the lines (summing to 1);
+    its own cells are then split by what they hold: the mover's, the opponent's, empty.
     A last row gives each share under uniform attention, for comparison."""
     check_boards_tensor(boards)
+    if model.config.positions != "graph":
+        raise ValueError("attention_profile reads the relations of a positions='graph' model")
     model.eval()
-    device = next(model.parameters()).device
-    _, _, patterns = model(boards.to(device))
-    p = patterns.float().cpu()  # (batch, layer, head, query, key)
+    _, _, patterns = model(boards.to(next(model.parameters()).device))
+    p = patterns.float().cpu()  # (batch, layer, head, 17, 17)
+    rel = TOKEN_RELATIONS[None]  # (1, 17, 17)
     mover = torch.where((boards == X).sum(1) == (boards == O).sum(1), X, O)[:, None]  # (batch, 1)
-    kinds = {"empty": boards == EMPTY, "mine": boards == mover, "theirs": (boards != EMPTY) & (boards != mover)}  # (batch, 9)
-    names = list(RELATIONS) + list(kinds)
-    rows = []
-    for layer in range(p.shape[1]):
-        for head in range(p.shape[2]):
-            a = p[:, layer, head]  # (batch, query, key)
-            shares = [(a * m).sum(-1).mean().item() for m in RELATIONS.values()]
-            shares += [(a * m[:, None, :]).sum(-1).mean().item() for m in kinds.values()]
-            rows.append((layer, head, *shares))
-    uniform = [m.float().mean().item() for m in RELATIONS.values()] + [m.float().mean().item() for m in kinds.values()]
-    rows.append(("uniform", "", *uniform))
-    return rows, names
+    hot = torch.tensor([[c in threats(b, X) or c in threats(b, O) for c in range(9)] for b in boards.tolist()])
+    held = {"mine": boards == mover, "theirs": (boards != EMPTY) & (boards != mover), "empty": boards == EMPTY}  # (batch, 9)
+    key = lambda cells: F.pad(cells, (0, 8))[:, None, :]  # noqa: E731  (batch, 9) -> (batch, 1, 17): key j is such a cell
+    cell_q = (torch.arange(17) < 9)[None, :, None]  # (1, 17, 1): the query is a cell
+    masks = {
+        "cell: itself": rel == 0, "cell: cells on its lines": rel == 1, "cell: other cells": rel == 2,
+        "cell: its lines": rel == 3, "cell: other lines": rel == 4,
+        "cell: empty cells": cell_q & key(held["empty"]), "cell: hot cells": cell_q & key(hot),
+        "line: its cells": rel == 5, "line: other cells": rel == 6, "line: lines": rel >= 7,
+        **{f"line: its cells, {k}": (rel == 5) & key(v) for k, v in held.items()},
+    }  # fmt: skip
+
+    def share(a, name):  # a: (batch, 17, 17); the mean over boards and queries of the attention on such keys
+        return (a * masks[name]).sum((-1, -2)).mean().item() / (9 if name.startswith("cell") else 8)
+
+    rows = [(layer, head, *[share(p[:, layer, head], n) for n in masks]) for layer in range(p.shape[1]) for head in range(p.shape[2])]
+    uniform = torch.full((len(boards), 17, 17), 1 / 17)
+    rows.append(("uniform", "", *[share(uniform, n) for n in masks]))
+    return rows, list(masks)
 
 
 # ----------------------------------------------------------------------------- pictures
@@ -724,14 +769,14 @@ def board_image(board: Sequence[int], cell: int = 15) -> np.ndarray:
 
 
 def attention_mosaic(patterns: torch.Tensor | np.ndarray) -> np.ndarray:
-    """(layers, heads, 9, 9) -> one 2-D array with the heads side by side and the layers
+    """(layers, heads, n, n) -> one 2-D array with the heads side by side and the layers
     stacked, separated by NaN (drawn blank), so a whole model fits one animation panel."""
     p = np.asarray(patterns.cpu() if hasattr(patterns, "cpu") else patterns, dtype=float)
-    n_layers, n_heads = p.shape[:2]
-    out = np.full((n_layers * 10 - 1, n_heads * 10 - 1), np.nan)
+    n_layers, n_heads, n = p.shape[:3]
+    out = np.full((n_layers * (n + 1) - 1, n_heads * (n + 1) - 1), np.nan)
     for r in range(n_layers):
         for c in range(n_heads):
-            out[r * 10 : r * 10 + 9, c * 10 : c * 10 + 9] = p[r, c]
+            out[r * (n + 1) : r * (n + 1) + n, c * (n + 1) : c * (n + 1) + n] = p[r, c]
     return out
 
 
@@ -777,7 +822,7 @@ class Summary:
     random_o: Counter
     parameters: int
 
-    def rows(self, train_seconds: float, max_parameters: int = 51_500, time_limit: float = 120.0) -> list[tuple[str, str, str, str]]:
+    def rows(self, train_seconds: float, max_parameters: int = POST_SMALLEST, time_limit: float = 120.0) -> list[tuple[str, str, str, str]]:
         """(measure, target, measured, met) for the chapter's summary table."""
         yes = lambda ok: "yes" if ok else "NO"  # noqa: E731
         pct = lambda x: f"{100 * x:.2f} %"  # noqa: E731
@@ -787,7 +832,7 @@ class Summary:
             (f"optimal move, all {self.everything.n:,} open positions", "100 %", pct(self.everything.optimal), yes(self.everything.optimal == 1)),
             ("exhaustive play as X, every reply", "0 lost", games(self.exhaustive_x), yes(self.exhaustive_x["loss"] == 0)),
             ("exhaustive play as O, every reply", "0 lost", games(self.exhaustive_o), yes(self.exhaustive_o["loss"] == 0)),
-            ("parameters", f"<= {max_parameters:,}", f"{self.parameters:,}", yes(self.parameters <= max_parameters)),
+            ("parameters", f"<= {max_parameters:,} (the post's smallest)", f"{self.parameters:,}", yes(self.parameters <= max_parameters)),
             ("training time", f"< {time_limit / 60:.0f} min", f"{train_seconds:.0f} s", yes(train_seconds < time_limit)),
         ]
 
@@ -872,3 +917,44 @@ def play_widget(model: TicTacToeNet):
     side.observe(lambda change: restart(), names="value")
     restart()
     return w.VBox([w.HBox([side, new]), w.GridBox(buttons, layout=w.Layout(grid_template_columns="repeat(3, 64px)")), status])
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def main(argv: list[str] | None = None) -> Summary:
+    """Train the chapter's model from the command line, measure it, and optionally save it.
+
+    python -m toylib.tictactoe --seed 0 --save t3.pt
+    """
+    p = argparse.ArgumentParser(prog="python -m toylib.tictactoe", description="A transformer learns to play tic-tac-toe.")
+    p.add_argument("--seed", type=int, default=TicTacToeConfig.seed, help="seed of weights and batch order (default %(default)s)")
+    p.add_argument("--split-seed", type=int, default=TicTacToeConfig.split_seed, help="which symmetry classes are held out (default %(default)s)")
+    p.add_argument("--post", type=int, choices=range(1, len(POST_CONFIGS) + 1), help="train the post's config 1, 2, 3 or 4, its way, instead")
+    p.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best there is)")
+    p.add_argument("--save", metavar="PATH", help="save the trained model here")
+    p.add_argument("--load", metavar="PATH", help="measure a saved model instead of training one")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    if args.load:
+        model, config, extra = load_checkpoint(args.load, TicTacToeNet, TicTacToeConfig)
+        seconds = extra.get("train_seconds", float("nan"))
+    else:
+        base = list(POST_CONFIGS.values())[args.post - 1][0] if args.post else TicTacToeConfig()
+        config = dataclasses.replace(base, seed=args.seed, split_seed=args.split_seed)
+        model, history = train_tictactoe(config, device=args.device, progress=not args.quiet)
+        seconds = history.seconds
+        print(f"trained {history.steps} steps in {seconds:.1f} s ({history.stop_reason})")
+    t0 = time.perf_counter()
+    summary = summarise(model.cpu(), Dataset.build(config.split_seed))
+    print(format_table(summary.rows(seconds), ("measure", "target", "measured", "met")))
+    print(format_table(summary.detail_rows(), ("measure", "test positions", "all positions")))
+    print(f"(measured in {time.perf_counter() - t0:.0f} s)")
+    if args.save:
+        save_checkpoint(args.save, model.cpu(), config, train_seconds=seconds)
+        print(f"saved {args.save}")
+    return summary
+
+
+if __name__ == "__main__":
+    main()
