@@ -246,9 +246,12 @@ def test_attention_profile_shares_sum_to_one():
         split = sum(r[col[f"line: its cells, {k}"]] for k in ("mine", "theirs", "empty"))
         assert split == pytest.approx(r[col["line: its cells"]], abs=1e-5)  # its cells, split by what they hold
         assert r[col["cell: hot cells"]] <= r[col["cell: empty cells"]] + 1e-6  # hot cells are empty cells
+        assert 0 < r[col["hot cell: its hot lines"]] < 1
     uniform = rows[-1]
     assert uniform[col["cell: itself"]] == pytest.approx(1 / 17) and uniform[col["line: its cells"]] == pytest.approx(3 / 17)
     assert uniform[col["cell: empty cells"]] == pytest.approx((boards == EMPTY).float().sum(1).mean().item() / 17, abs=1e-6)
+    # a hot cell completes one line, or two at once (a fork's payoff): between 1/17 and 2/17
+    assert 1 / 17 <= uniform[col["hot cell: its hot lines"]] <= 2 / 17
     # the relation bias starts the model reading along lines: a line looks mostly at its own cells
     assert rows[0][col["line: its cells"]] > 0.5
     with pytest.raises(ValueError, match="graph"):

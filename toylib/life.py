@@ -24,7 +24,7 @@ from torch import nn
 from toylib.attention import attention
 from toylib.device import pick_device, seed_everything
 from toylib.plot import format_table
-from toylib.train import History, fit, forever, load_checkpoint, save_checkpoint, stop_when
+from toylib.train import History, add_run_arguments, fit, forever, load_checkpoint, save_checkpoint, stop_when
 
 # The 8 offsets (row, column) of a cell's neighbours.
 NEIGHBOUR_OFFSETS = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
@@ -537,10 +537,7 @@ def main(argv: list[str] | None = None) -> Summary:
     p.add_argument("--d-model", type=int, default=LifeConfig.d_model, help="token width (default %(default)s)")
     p.add_argument("--mixer", choices=MIXERS, default=LifeConfig.mixer, help="attention, or a fixed 3x3 average")
     p.add_argument("--no-mask-self", action="store_true", help="let a cell attend to itself, as in the post")
-    p.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best there is)")
-    p.add_argument("--save", metavar="PATH", help="save the trained model here")
-    p.add_argument("--load", metavar="PATH", help="measure a saved model instead of training one")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_run_arguments(p)
     args = p.parse_args(argv)
     if args.load:
         model, config, extra = load_checkpoint(args.load, SingleAttentionNet, LifeConfig)

@@ -31,7 +31,7 @@ from torch import nn
 from toylib.attention import Encoder, count_parameters
 from toylib.device import pick_device, seed_everything
 from toylib.plot import format_table
-from toylib.train import History, fit, load_checkpoint, minibatches, save_checkpoint, stop_when
+from toylib.train import History, add_run_arguments, fit, load_checkpoint, minibatches, save_checkpoint, stop_when
 
 EMPTY, X, O = 0, 1, 2
 SYMBOLS = ".XO"  # how each symbol prints
@@ -713,7 +713,9 @@ def attention_profile(model: TicTacToeNet, boards: torch.Tensor) -> tuple[list[t
     attention of a cell (the mean over the 9 cells) and "line:" for a line's (over the 8).
     A cell's attention goes to itself, the cells on its lines, the other cells, its own lines
     and the other lines (these five sum to 1); the cell's attention on empty cells, and on
-    "hot" cells (empty cells where either player would complete a line), cuts across them. A
+    "hot" cells (empty cells where either player would complete a line), cuts across them.
+    "hot cell: its hot lines" is the attention of a hot cell on the line(s) it would complete,
+    averaged over the hot cells only. A
     line's attention goes to its own 3 cells, the other cells and the lines (summing to 1);
     its own cells are then split by what they hold: the mover's, the opponent's, empty.
     A last row gives each share under uniform attention, for comparison."""
@@ -726,6 +728,13 @@ def attention_profile(model: TicTacToeNet, boards: torch.Tensor) -> tuple[list[t
     rel = TOKEN_RELATIONS[None]  # (1, 17, 17)
     mover = torch.where((boards == X).sum(1) == (boards == O).sum(1), X, O)[:, None]  # (batch, 1)
     hot = torch.tensor([[c in threats(b, X) or c in threats(b, O) for c in range(9)] for b in boards.tolist()])
+    # (batch, 17, 17): key j is a hot line through query cell i, one that the move at i would complete
+    hot_line = torch.zeros(len(boards), 17, 17, dtype=torch.bool)
+    for n, b in enumerate(boards.tolist()):
+        for j, line in enumerate(LINES):
+            if sorted(b[c] for c in line) in ([EMPTY, X, X], [EMPTY, O, O]):
+                hot_line[n, next(c for c in line if b[c] == EMPTY), 9 + j] = True
+    hot_query = hot_line.any(-1)  # (batch, 17): the query is a hot cell
     held = {"mine": boards == mover, "theirs": (boards != EMPTY) & (boards != mover), "empty": boards == EMPTY}  # (batch, 9)
     key = lambda cells: F.pad(cells, (0, 8))[:, None, :]  # noqa: E731  (batch, 9) -> (batch, 1, 17): key j is such a cell
     cell_q = (torch.arange(17) < 9)[None, :, None]  # (1, 17, 1): the query is a cell
@@ -733,11 +742,14 @@ def attention_profile(model: TicTacToeNet, boards: torch.Tensor) -> tuple[list[t
         "cell: itself": rel == 0, "cell: cells on its lines": rel == 1, "cell: other cells": rel == 2,
         "cell: its lines": rel == 3, "cell: other lines": rel == 4,
         "cell: empty cells": cell_q & key(held["empty"]), "cell: hot cells": cell_q & key(hot),
+        "hot cell: its hot lines": hot_line,
         "line: its cells": rel == 5, "line: other cells": rel == 6, "line: lines": rel >= 7,
         **{f"line: its cells, {k}": (rel == 5) & key(v) for k, v in held.items()},
     }  # fmt: skip
 
     def share(a, name):  # a: (batch, 17, 17); the mean over boards and queries of the attention on such keys
+        if name.startswith("hot cell"):  # over the hot cells only
+            return (a * masks[name]).sum(-1)[hot_query].mean().item()
         return (a * masks[name]).sum((-1, -2)).mean().item() / (9 if name.startswith("cell") else 8)
 
     rows = [(layer, head, *[share(p[:, layer, head], n) for n in masks]) for layer in range(p.shape[1]) for head in range(p.shape[2])]
@@ -931,10 +943,7 @@ def main(argv: list[str] | None = None) -> Summary:
     p.add_argument("--seed", type=int, default=TicTacToeConfig.seed, help="seed of weights and batch order (default %(default)s)")
     p.add_argument("--split-seed", type=int, default=TicTacToeConfig.split_seed, help="which symmetry classes are held out (default %(default)s)")
     p.add_argument("--post", type=int, choices=range(1, len(POST_CONFIGS) + 1), help="train the post's config 1, 2, 3 or 4, its way, instead")
-    p.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best there is)")
-    p.add_argument("--save", metavar="PATH", help="save the trained model here")
-    p.add_argument("--load", metavar="PATH", help="measure a saved model instead of training one")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_run_arguments(p)
     args = p.parse_args(argv)
     if args.load:
         model, config, extra = load_checkpoint(args.load, TicTacToeNet, TicTacToeConfig)

@@ -225,3 +225,11 @@ def load_checkpoint(path: str | Path, model_cls: type[nn.Module], config_cls: ty
     model = model_cls(config)
     model.load_state_dict(saved["state_dict"])
     return model.eval(), config, saved["extra"]
+
+
+def add_run_arguments(parser) -> None:
+    """The command-line options every chapter's `main` shares: --device, --save, --load, --quiet."""
+    parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best there is)")
+    parser.add_argument("--save", metavar="PATH", help="save the trained model here")
+    parser.add_argument("--load", metavar="PATH", help="measure a saved model instead of training one")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
