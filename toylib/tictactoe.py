@@ -367,7 +367,7 @@ POST_CONFIGS = {
 # The chapter's model reads 17 tokens: the 9 cells, then the 8 lines (3 rows, 3 columns, 2
 # diagonals). A token is told only what survives the board's 8 symmetries: its symbol, and
 # its kind (corner, edge or centre cell, or line). How two tokens
-# stand to each other (a cell on a line, two lines crossing...) is one of N_RELATIONS
+# stand to each other (a cell on a line, two lines crossing...) is one of the RELATION_NAMES
 # relations, and each head learns a bias for each relation. Rotating or mirroring the board
 # therefore rotates or mirrors the model's answer exactly: no position has a twin the model
 # could treat differently.
