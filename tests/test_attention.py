@@ -6,7 +6,9 @@ from toylib.attention import (
     DecoderBlock,
     Encoder,
     EncoderBlock,
+    EncoderDecoder,
     MultiHeadAttention,
+    Seq2SeqPatterns,
     attention,
     causal_mask,
     count_parameters,
@@ -136,3 +138,82 @@ def test_sinusoidal_positions_match_the_formula():
 
 def test_count_parameters():
     assert count_parameters(torch.nn.Linear(3, 2)) == 8
+
+
+def test_an_encoder_takes_one_bias_per_layer():
+    torch.manual_seed(0)
+    enc = Encoder(3, 16, 4, 32)
+    x = torch.randn(2, 5, 16)
+    biases = [torch.randn(1, 4, 5, 5), None, torch.randn(1, 4, 5, 5)]  # per layer: (1, head, query, key)
+    out, patterns = enc(x, biases)
+    h, expected = x, []
+    for block, bias in zip(enc.blocks, biases):
+        h, pattern = block(h, bias)
+        expected.append(pattern)
+    torch.testing.assert_close(out, enc.ln_final(h))
+    torch.testing.assert_close(patterns, torch.stack(expected, dim=1))
+    # the bias of each layer reaches that layer only: not the same as the first bias everywhere
+    assert not torch.allclose(patterns, enc(x, biases[0])[1])
+    # a tuple works as a list; one mask for all layers is still one mask
+    torch.testing.assert_close(enc(x, tuple(biases))[1], patterns)
+    torch.testing.assert_close(enc(x, [biases[0]] * 3)[1], enc(x, biases[0])[1])
+    with pytest.raises(ValueError, match="2 per-layer masks .* 3 layers"):
+        enc(x, biases[:2])
+
+
+def _seq2seq() -> EncoderDecoder:
+    torch.manual_seed(0)
+    return EncoderDecoder(2, 3, 16, 4, 32).eval()
+
+
+def test_encoder_decoder_shapes_and_forward_is_encode_then_decode():
+    model = _seq2seq()
+    src, tgt = torch.randn(2, 7, 16), torch.randn(2, 5, 16)
+    x, patterns = model(src, tgt)
+    assert isinstance(patterns, Seq2SeqPatterns)
+    assert x.shape == (2, 5, 16)
+    assert patterns.encoder.shape == (2, 2, 4, 7, 7)
+    assert patterns.decoder_self.shape == (2, 3, 4, 5, 5)
+    assert patterns.cross.shape == (2, 3, 4, 5, 7)
+    memory, encoder_patterns = model.encode(src)
+    assert memory.shape == (2, 7, 16)
+    x2, self_patterns, cross_patterns = model.decode(tgt, memory)
+    assert torch.equal(x, x2)
+    assert torch.equal(patterns.encoder, encoder_patterns)
+    assert torch.equal(patterns.decoder_self, self_patterns)
+    assert torch.equal(patterns.cross, cross_patterns)
+
+
+def test_encoder_decoder_decodes_causally_and_reads_the_memory():
+    model = _seq2seq()
+    src, tgt = torch.randn(1, 6, 16), torch.randn(1, 5, 16)
+    memory, _ = model.encode(src)
+    x, self_patterns, _ = model.decode(tgt, memory)
+    assert torch.all(self_patterns.triu(diagonal=1) == 0)
+    later = tgt.clone()
+    later[:, 3:] = torch.randn(1, 2, 16)  # change only target positions 3 and 4
+    x_later, _, _ = model.decode(later, memory)
+    torch.testing.assert_close(x_later[:, :3], x[:, :3])
+    assert not torch.allclose(x_later[:, 3:], x[:, 3:])
+    x_other, _ = model(torch.randn(1, 6, 16), tgt)  # another source, the same target
+    assert not torch.allclose(x_other, x)
+
+
+def test_encoder_decoder_memory_mask_hides_source_positions():
+    model = _seq2seq()
+    src, tgt = torch.randn(2, 6, 16), torch.randn(2, 4, 16)
+    _, patterns = model(src, tgt)
+    torch.testing.assert_close(patterns.cross.sum(-1), torch.ones(2, 3, 4, 4))
+    keep = torch.tensor([[True, True, True, True, False, False], [True] * 6])  # (batch, src_pos)
+    _, masked = model(src, tgt, memory_mask=keep[:, None, :])
+    torch.testing.assert_close(masked.cross.sum(-1), torch.ones(2, 3, 4, 4))
+    assert torch.all(masked.cross[0, ..., 4:] == 0)
+    assert torch.all(masked.cross[1] > 0)
+    torch.testing.assert_close(masked.encoder, patterns.encoder)  # the mask is for cross-attention only
+
+
+def test_encoder_decoder_needs_a_layer_on_each_side():
+    with pytest.raises(ValueError, match="n_encoder_layers .* got 0 and 2"):
+        EncoderDecoder(0, 2, 16, 4, 32)
+    with pytest.raises(ValueError, match="got 2 and 0"):
+        EncoderDecoder(2, 0, 16, 4, 32)

@@ -23,17 +23,8 @@ from toylib.sequences import (
     train_sequences,
     weight_splits,
 )
+from toylib.targets import all_met, missed
 
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """These models are tiny: on a busy 2-core machine, two intra-op threads spend more time
-    waiting for each other than computing (a 400-step run took 20 s instead of 1 s)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 # ----------------------------------------------------------------------------- the tasks
@@ -251,39 +242,69 @@ def test_numpy_training_is_deterministic_and_learns():
     assert ha.last["val_exact"] == 1.0 and evaluate(a, n=1000)["exact"] == 1.0
 
 
-def test_benchmark_rows_have_the_header_shape():
-    from toylib.sequences import BENCHMARK_HEADER, benchmark_rows
+def test_suite_targets_pass_trained_models_and_fail_untrained_ones():
+    from toylib.sequences import Run, suite_targets, train_suite
 
-    rows = benchmark_rows(seeds=[0], lengths=[4], tasks=["rotate"], numpy_tasks=["copy"], n_test=500)
-    assert [r[:5] for r in rows] == [("sequences", "rotate", "torch", 4, 0), ("sequences", "copy", "numpy", 4, 0)]
-    assert all(len(r) == len(BENCHMARK_HEADER) and r[-1] in ("yes", "no") for r in rows)
+    runs = train_suite(seed=0, lengths=[4], tasks=["rotate"], n_test=500, device="cpu")
+    targets = suite_targets(runs, {})
+    assert [t.measure for t in targets] == ["PyTorch exact match, rotate, length 4",
+                                            "PyTorch attention on source, rotate, length 4",
+                                            "PyTorch training per task, slowest of 1"]
+    assert all_met(targets) and targets[-1].machine and not targets[0].machine
+    untrained = SeqTransformer(SeqConfig(task="rotate", length=4))
+    bad = {("rotate", 4): Run(untrained, runs["rotate", 4].history, evaluate(untrained, 500))}
+    assert missed(suite_targets(bad, {}))[:2] == [t.measure for t in targets[:2]]
 
 
-def test_filter_attention_reports_shares():
-    model = SeqTransformer(SeqConfig(task="filter", length=6))
-    x = sample_sequences(100, 6, 10, np.random.default_rng(0))
+def test_gradient_check_is_tight_and_catches_a_wrong_backward(monkeypatch):
+    from toylib.sequences import NumpyTransformer, gradient_check
+
+    fd, ag = gradient_check("position")
+    assert fd < 1e-6 and ag < 1e-10
+    right = NumpyTransformer.backward
+
+    def off_by_one_percent(self, cache, targets):
+        loss, grads = right(self, cache, targets)
+        grads["W_V"] = grads["W_V"] * 1.01
+        return loss, grads
+
+    monkeypatch.setattr(NumpyTransformer, "backward", off_by_one_percent)
+    fd, ag = gradient_check("position")
+    assert fd > 1e-4 and ag > 1e-4
+
+
+def test_filter_attention_of_a_trained_model_reads_its_own_position():
+    model, history = train_sequences(SeqConfig(task="filter", length=4, val_size=500), device="cpu", progress=False)
+    assert history.stop_reason == "callback"
+    x = sample_sequences(300, 4, 10, np.random.default_rng(0), "test")
     stats = filter_attention(model, x)
-    assert all(0.0 <= v <= 1.0 for v in stats.values())
-    assert 0.0 <= attention_on_source(model, x, same_value=True) <= 1.0
+    # position queries: every slot, kept or blanked, attends most to its own position
+    assert stats["kept_argmax_self"] == 1.0 and stats["removed_argmax_self"] == 1.0
+    assert stats["kept_argmax_on_kept_same_value"] == 1.0
+    # a position holding the source's symbol includes the source itself
+    assert attention_on_source(model, x, same_value=True) >= attention_on_source(model, x) == 1.0
 
 
 def test_cli_trains_saves_loads_and_draws(tmp_path, capsys):
     ckpt = tmp_path / "m.pt"
     out = tmp_path / "figs"
-    r = main(["-t", "rotate", "-S", "4", "--steps", "60", "--save", str(ckpt), "--out", str(out), "--test-size", "200", "--quiet"])
-    assert ckpt.exists() and 0.0 <= r["exact"] <= 1.0
+    r = main(["-t", "rotate", "-S", "4", "--steps", "400", "--save", str(ckpt), "--out", str(out),
+              "--test-size", "200", "--quiet"])
+    assert ckpt.exists() and r[0].measure == "exact match, rotate, length 4, 200 held-out sequences"
     assert {p.name for p in out.iterdir()} == {"rotate_example.png", "rotate_attention.png", "rotate_weights.png"}
     r2 = main(["--load", str(ckpt), "-S", "4", "--test-size", "200"])
-    assert r2["exact"] == r["exact"]
+    assert [t.measured for t in r2[:3]] == [t.measured for t in r[:3]]  # the same weights, the same answers
     r3 = main(["-t", "copy", "-S", "3", "--numpy", "--steps", "20", "--test-size", "100", "--queries", "input"])
-    assert "NumPy" in capsys.readouterr().out and 0.0 <= r3["exact"] <= 1.0
+    assert r3[0].measure.startswith("exact match, copy, length 3") and r3[-1].goal == "< 90 s"  # NumPy's budget
 
 
 def test_length_generalisation_returns_every_test_length():
     from toylib.sequences import length_generalisation
 
-    cfg = SeqConfig(length=3, steps=20, eval_every=10, val_size=100)
-    model, history, result = length_generalisation(cfg, train_lengths=(2, 3), test_lengths=(2, 5), n_test=50, device="cpu", progress=False)
-    assert set(result) == {2, 5} and all(0.0 <= v <= 1.0 for v in result.values())
+    cfg = SeqConfig(length=3, steps=600, eval_every=20, val_size=200)
+    model, history, result = length_generalisation(cfg, train_lengths=(2, 3), test_lengths=(2, 3, 5), n_test=200,
+                                                   device="cpu", progress=False)
+    assert history.stop_reason == "callback" and set(result) == {2, 3, 5}
+    assert result[2] == result[3] == 1.0  # copy, at the lengths it trained on
     with pytest.raises(ValueError, match="train_lengths"):
         length_generalisation(cfg, train_lengths=(0, 3), progress=False)

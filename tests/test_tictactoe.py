@@ -274,12 +274,61 @@ def test_board_image_and_game_frames():
     assert frames.shape[1:] == (2, 18, 18) and len(frames) == len(titles) and titles[-1] in ("X wins", "O wins", "draw")
 
 
+class Minimax(torch.nn.Module):
+    """A stand-in model that writes minimax's own next board: what the scorecard must pass."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = t3.TicTacToeConfig()
+        self.dummy = torch.nn.Parameter(torch.zeros(()))  # gives the model a device
+
+    def forward(self, boards):
+        nxt = boards.clone()
+        for i, b in enumerate(boards.tolist()):
+            state = t3.TicTacToe(tuple(b))
+            nxt[i, t3.best_move(b)] = state.current_player()
+        logits = 10.0 * torch.nn.functional.one_hot(nxt, 3).float()  # (batch, 9, 3)
+        return logits, torch.zeros_like(logits), torch.zeros(len(boards), 1, 1, 9, 9)
+
+
+def test_scorecard_passes_minimax_and_fails_an_untrained_model(data):
+    from toylib.targets import all_met, missed
+
+    perfect = t3.summarise(Minimax(), data, random_games=50)
+    assert perfect.test.optimal == perfect.everything.optimal == perfect.test.exact_label == 1.0
+    assert perfect.exhaustive_x["loss"] == perfect.exhaustive_o["loss"] == 0
+    assert all_met(perfect.targets(train_seconds=1.0))
+    assert missed(perfect.targets(train_seconds=500.0)) == ["training time"]
+    untrained = t3.summarise(t3.TicTacToeNet(t3.TicTacToeConfig()), data, random_games=0)
+    assert set(missed(untrained.targets(train_seconds=1.0))) >= {
+        "exhaustive play as X, every reply", "exhaustive play as O, every reply"}
+
+
 def test_command_line_measures_a_saved_model(tmp_path, capsys):
     from toylib.train import save_checkpoint
 
     path = tmp_path / "t3.pt"
     save_checkpoint(path, t3.TicTacToeNet(t3.TicTacToeConfig()), t3.TicTacToeConfig(), train_seconds=1.0)
-    summary = t3.main(["--load", str(path)])
+    targets = t3.main(["--load", str(path)])
     out = capsys.readouterr().out
-    assert "held-out test positions" in out and "exhaustive play as X" in out
-    assert summary.parameters == t3.POST_SMALLEST and summary.everything.n == 4520
+    assert "exact label (the post's measure)" in out  # the detail table is printed too
+    by_name = {t.measure: t for t in targets}
+    assert by_name["parameters"].measured == f"{t3.POST_SMALLEST:,}" and by_name["parameters"].met
+    assert by_name["optimal move, all 4,520 open positions"].met is False  # an untrained model
+    assert by_name["training time"].measured == "1 s" and by_name["training time"].machine
+
+
+def test_play_widget_answers_a_click_with_the_models_move():
+    pytest.importorskip("ipywidgets")
+    model = t3.TicTacToeNet(t3.TicTacToeConfig())
+    box = t3.play_widget(model)
+    (side, new), board, status = box.children[0].children, box.children[1], box.children[2]
+    buttons = board.children
+    assert [b.description for b in buttons] == [" "] * 9 and status.value == "your move"
+    buttons[4].click()  # X in the centre
+    labels = [b.description for b in buttons]
+    reply = t3.model_policy(model)[t3.TicTacToe().apply_action(4).board]
+    assert labels[4] == "X" and labels[reply] == "O" and labels.count(" ") == 7
+    assert [b.disabled for b in buttons] == [c != " " for c in labels]  # only empty cells can be clicked
+    side.value = t3.O  # the model opens as X
+    assert [b.description for b in buttons].count("X") == 1 and status.value == "your move"

@@ -1,15 +1,15 @@
 import dataclasses
 
-import matplotlib
 import numpy as np
 import pytest
 import torch
 
-matplotlib.use("Agg")
-
-from toylib.device import pick_device, seed_everything  # noqa: E402
-from toylib.plot import animate, attention_grid, save_gif, training_curves  # noqa: E402
-from toylib.train import History, fit, forever, load_checkpoint, lr_factor, minibatches, save_checkpoint  # noqa: E402
+from toylib.device import pick_device, seed_everything
+from toylib.plot import animate, attention_grid, save_gif, training_curves
+from toylib.train import (
+    History, Snapshots, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatches, param_groups,
+    save_checkpoint,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +48,7 @@ def test_fit_learns_and_records_history():
     seed_everything(0)
     model = Tiny(TinyConfig())
     batches, loss_fn = regression_task()
-    h = fit(model, batches, loss_fn, steps=300, lr=0.05, eval_every=50, progress=False)
+    h = fit(model, batches, loss_fn, TrainOptions(steps=300, lr=0.05, eval_every=50), progress=False)
     assert [r["step"] for r in h.records] == [50, 100, 150, 200, 250, 300]
     assert h.column("loss")[-1] < 1e-3 < h.column("loss")[0]
     assert h.steps == 300 and h.seconds > 0 and h.stop_reason == "steps"
@@ -60,7 +60,7 @@ def test_same_seed_same_training():
         seed_everything(3)
         model = Tiny(TinyConfig())
         batches, loss_fn = regression_task(seed=3)
-        fit(model, batches, loss_fn, steps=20, lr=0.01, progress=False)
+        fit(model, batches, loss_fn, TrainOptions(steps=20, lr=0.01), progress=False)
         return model.lin.weight.detach().clone()
 
     torch.testing.assert_close(run(), run(), rtol=0, atol=0)
@@ -75,7 +75,7 @@ def test_callback_stops_training_and_sees_history():
         seen.append(step)
         return step >= 30
 
-    h = fit(model, batches, loss_fn, steps=1000, eval_every=10, callback=callback, progress=False)
+    h = fit(model, batches, loss_fn, TrainOptions(steps=1000, eval_every=10), callback=callback, progress=False)
     assert seen == [10, 20, 30] and h.steps == 30 and h.stop_reason == "callback"
 
 
@@ -90,7 +90,7 @@ def test_early_stopping_restores_the_best_weights():
         snapshots[v] = m.lin.weight.detach().clone()
         return {"val_loss": v}
 
-    h = fit(model, batches, loss_fn, steps=100, eval_every=5, eval_fn=eval_fn, patience=3, progress=False)
+    h = fit(model, batches, loss_fn, TrainOptions(steps=100, eval_every=5, patience=3), eval_fn=eval_fn, progress=False)
     assert h.stop_reason == "early_stopping" and h.steps == 25
     torch.testing.assert_close(model.lin.weight, snapshots[1.0])
 
@@ -98,8 +98,7 @@ def test_early_stopping_restores_the_best_weights():
 def test_plateau_lowers_the_learning_rate():
     model = Tiny(TinyConfig())
     batches, loss_fn = regression_task()
-    h = fit(model, batches, loss_fn, steps=60, lr=0.1, eval_every=5, eval_fn=lambda m: {"val_loss": 1.0},
-            plateau=(0.5, 1), progress=False)
+    h = fit(model, batches, loss_fn, TrainOptions(steps=60, lr=0.1, eval_every=5, plateau=(0.5, 1)), eval_fn=lambda m: {"val_loss": 1.0}, progress=False)
     lrs = h.column("lr")
     assert lrs[0] == 0.1 and lrs[-1] < 0.1
 
@@ -111,13 +110,13 @@ def test_plain_sgd_is_offered_and_other_optimizers_are_refused():
     before = model.lin.weight.detach().clone()
     x, y = next(regression_task()[0])
     grad = torch.autograd.grad(torch.nn.functional.mse_loss(model(x), y), model.lin.weight)[0]
-    fit(model, regression_task()[0], lambda m, b: loss_fn(m, b)[0], steps=1, lr=0.1, optimizer="sgd", progress=False)
+    fit(model, regression_task()[0], lambda m, b: loss_fn(m, b)[0], TrainOptions(steps=1, lr=0.1, optimizer="sgd"), progress=False)
     # one plain SGD step on the same first batch: w <- w - lr * grad, nothing else
     torch.testing.assert_close(model.lin.weight.detach(), before - 0.1 * grad)
-    h = fit(model, batches, loss_fn, steps=300, lr=0.05, eval_every=100, optimizer="sgd", progress=False)
+    h = fit(model, batches, loss_fn, TrainOptions(steps=300, lr=0.05, eval_every=100, optimizer="sgd"), progress=False)
     assert h.column("loss")[-1] < 1e-3
     with pytest.raises(ValueError, match="optimizer"):
-        fit(model, batches, loss_fn, steps=1, optimizer="adam", progress=False)
+        fit(model, batches, loss_fn, TrainOptions(steps=1, optimizer="adam"), progress=False)
 
 
 def test_lr_schedules():
@@ -205,7 +204,7 @@ def test_restore_best_undoes_a_late_spike():
         snapshots[v] = m.lin.weight.detach().clone()
         return {"val_loss": v}
 
-    h = fit(model, batches, loss_fn, steps=20, eval_every=5, eval_fn=eval_fn, restore_best=True, progress=False)
+    h = fit(model, batches, loss_fn, TrainOptions(steps=20, eval_every=5, restore_best=True), eval_fn=eval_fn, progress=False)
     assert h.stop_reason == "steps" and h.restored_step == 10
     torch.testing.assert_close(model.lin.weight, snapshots[1.0])
 
@@ -217,9 +216,9 @@ def test_stop_when_stops_at_the_target_and_still_runs_the_callers_callback():
     cb = stop_when(lambda r: r["loss"] < 1e-2, lambda step, m, h: seen.append(step))
     model = Tiny(TinyConfig())
     batches, loss_fn = regression_task()
-    h = fit(model, batches, loss_fn, steps=2000, lr=0.05, eval_every=50, callback=cb, progress=False)
+    h = fit(model, batches, loss_fn, TrainOptions(steps=2000, lr=0.05, eval_every=50), callback=cb, progress=False)
     assert h.stop_reason == "callback" and h.last["loss"] < 1e-2 and h.steps < 2000
     assert seen == h.column("step")  # called at every evaluation, the last one included
     # the caller's callback can stop training on its own
-    h = fit(Tiny(TinyConfig()), batches, loss_fn, steps=2000, lr=0.05, eval_every=50, callback=stop_when(lambda r: False, lambda *a: True), progress=False)
+    h = fit(Tiny(TinyConfig()), batches, loss_fn, TrainOptions(steps=2000, lr=0.05, eval_every=50), callback=stop_when(lambda r: False, lambda *a: True), progress=False)
     assert h.steps == 50 and h.stop_reason == "callback"

@@ -2,10 +2,16 @@
 
 Core modules, used by every chapter:
 
-- ``toylib.device``    device choice and seeding
+- ``toylib.device``    device choice, CPU threads and seeding
 - ``toylib.attention`` attention, multi-head attention, encoder/decoder blocks and stacks
-- ``toylib.train``     the one training loop, its history, checkpoints
-- ``toylib.plot``      attention grids, animations, training curves
+- ``toylib.train``     the one training loop, its options and history, snapshots, checkpoints
+- ``toylib.infer``     running a model on many inputs: batched, eval mode, no gradients
+- ``toylib.decode``    greedy decoding and beam search for autoregressive models
+- ``toylib.search``    breadth-first search and A* over a small state interface
+- ``toylib.targets``   a chapter's targets as data, and the summary table built from them
+- ``toylib.plot``      attention grids, animations, training curves, code listings
+- ``toylib.widgets``   one clickable board for every chapter's interactive cell
+- ``toylib.cli``       the command line every chapter shares: python -m toylib.<chapter>
 
 One module per chapter: ``toylib.life`` (Conway's Game of Life), ``toylib.sequences``
 (copy, reverse, rotate, filter), ``toylib.tictactoe`` (the game, minimax and its model).

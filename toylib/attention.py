@@ -13,6 +13,8 @@ trains without warm-up tricks at the small sizes the book uses.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -162,6 +164,10 @@ class Encoder(nn.Module):
     """A stack of EncoderBlocks with a final LayerNorm.
 
     forward(x, mask=None) -> (x (batch, pos, d_model), patterns (batch, layer, head, query_pos, key_pos))
+
+    mask is what `attention` accepts (a boolean mask or a float bias), given to every block;
+    or a list or tuple with one entry per layer (each a mask, a bias or None), so that a
+    model with a learned bias per layer passes `[bias[layer] for layer in ...]`.
     """
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_mlp: int, dropout: float = 0.0, causal: bool = False):
@@ -171,10 +177,18 @@ class Encoder(nn.Module):
         self.blocks = nn.ModuleList(EncoderBlock(d_model, n_heads, d_mlp, dropout, causal) for _ in range(n_layers))
         self.ln_final = nn.LayerNorm(d_model)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | Sequence[torch.Tensor | None] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if isinstance(mask, (list, tuple)):
+            if len(mask) != len(self.blocks):
+                raise ValueError(f"got {len(mask)} per-layer masks for an encoder of {len(self.blocks)} layers")
+            masks = mask
+        else:
+            masks = [mask] * len(self.blocks)
         patterns = []
-        for block in self.blocks:
-            x, pattern = block(x, mask)
+        for block, layer_mask in zip(self.blocks, masks):
+            x, pattern = block(x, layer_mask)  # (batch, pos, d_model), (batch, head, query_pos, key_pos)
             patterns.append(pattern)
         return self.ln_final(x), torch.stack(patterns, dim=1)
 
@@ -202,6 +216,60 @@ class Decoder(nn.Module):
             self_patterns.append(sp)
             cross_patterns.append(cp)
         return self.ln_final(x), torch.stack(self_patterns, 1), torch.stack(cross_patterns, 1)
+
+
+class Seq2SeqPatterns(NamedTuple):
+    """The attention patterns of one EncoderDecoder forward pass, each (batch, layer, head, query_pos, key_pos)."""
+
+    encoder: torch.Tensor  # (batch, layer, head, src_pos, src_pos)
+    decoder_self: torch.Tensor  # (batch, layer, head, tgt_pos, tgt_pos), causal
+    cross: torch.Tensor  # (batch, layer, head, tgt_pos, src_pos)
+
+
+class EncoderDecoder(nn.Module):
+    """The two stacks of a sequence-to-sequence transformer; embeddings and unembedding are
+    the chapter's, since source and target are usually different vocabularies.
+
+    encode(src, src_mask=None) -> (memory, encoder_patterns): once per input.
+    decode(tgt, memory, memory_mask=None) -> (x, self_patterns, cross_patterns): once per
+        decoding step, against the same memory; self-attention is causal.
+    forward(src, tgt, src_mask=None, memory_mask=None) -> (x (batch, tgt_pos, d_model), Seq2SeqPatterns)
+
+    src_mask is what Encoder takes (one mask or bias, or one per layer); memory_mask hides
+    source positions from cross-attention, e.g. keep[:, None, :] for a (batch, src_pos) keep.
+    """
+
+    def __init__(self, n_encoder_layers: int, n_decoder_layers: int, d_model: int, n_heads: int, d_mlp: int,
+                 dropout: float = 0.0):
+        super().__init__()
+        if n_encoder_layers < 1 or n_decoder_layers < 1:
+            raise ValueError("n_encoder_layers and n_decoder_layers must be at least 1, "
+                             f"got {n_encoder_layers} and {n_decoder_layers}")
+        self.encoder = Encoder(n_encoder_layers, d_model, n_heads, d_mlp, dropout)
+        self.decoder = Decoder(n_decoder_layers, d_model, n_heads, d_mlp, dropout)
+
+    def encode(
+        self, src: torch.Tensor, src_mask: torch.Tensor | Sequence[torch.Tensor | None] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        # (batch, src_pos, d_model), (batch, layer, head, src_pos, src_pos)
+        return self.encoder(src, src_mask)
+
+    def decode(
+        self, tgt: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        # (batch, tgt_pos, d_model), (batch, layer, head, tgt_pos, tgt_pos), (batch, layer, head, tgt_pos, src_pos)
+        return self.decoder(tgt, memory, memory_mask)
+
+    def forward(
+        self,
+        src: torch.Tensor,
+        tgt: torch.Tensor,
+        src_mask: torch.Tensor | Sequence[torch.Tensor | None] | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, Seq2SeqPatterns]:
+        memory, encoder_patterns = self.encode(src, src_mask)  # (batch, src_pos, d_model)
+        x, self_patterns, cross_patterns = self.decode(tgt, memory, memory_mask)  # (batch, tgt_pos, d_model)
+        return x, Seq2SeqPatterns(encoder_patterns, self_patterns, cross_patterns)
 
 
 def count_parameters(model: nn.Module) -> int:

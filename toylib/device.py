@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -48,3 +50,31 @@ def seed_everything(seed: int, deterministic: bool = True) -> np.random.Generato
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(deterministic, warn_only=True)
     return np.random.default_rng(seed)
+
+
+@contextlib.contextmanager
+def cpu_threads(n: int) -> Iterator[None]:
+    """Run a block with `n` CPU threads for torch, then put the previous number back."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads must be a positive integer, got {n!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def setup(threads: int = 1, prefer: str | None = None) -> torch.device:
+    """What every chapter does first: choose the device (see `pick_device`) and set torch's
+    CPU threads.
+
+    One thread, by default: the book's models have a few thousand to a few hundred thousand
+    weights, for which a second thread on a 2-core machine gains little and can lose much
+    (the threads wait on each other), and the book executes its chapters side by side, one
+    per core. One thread also repeats the same arithmetic on every run of a machine."""
+    device = pick_device(prefer)
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    torch.set_num_threads(threads)
+    return device

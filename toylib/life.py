@@ -10,10 +10,8 @@ the model is judged on is generated here from seeded generators.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -21,10 +19,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from toylib import cli
 from toylib.attention import attention
 from toylib.device import pick_device, seed_everything
-from toylib.plot import format_table
-from toylib.train import History, add_run_arguments, fit, forever, load_checkpoint, save_checkpoint, stop_when
+from toylib.infer import infer
+from toylib.targets import Target
+from toylib.train import History, TrainOptions, fit, forever, stop_when
 
 # The 8 offsets (row, column) of a cell's neighbours.
 NEIGHBOUR_OFFSETS = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
@@ -58,9 +58,11 @@ def neighbour_counts(grids) -> np.ndarray:
 
 
 def life_step(grids) -> np.ndarray:
-    """One generation of Life on a torus, for one grid (size, size) or a batch (n, size, size).
+    """One generation of Life on a torus, for one grid (size, size) or a
+    batch of grids (n, size, size).
 
-    A cell is alive next if it has 3 live neighbours, or if it is alive and has 2."""
+    A cell is alive next if it has 3 live neighbours, or if it is alive and
+    has 2."""
     g = check_grids(grids)
     n = neighbour_counts(g)
     return ((n == 3) | ((g == 1) & (n == 2))).astype(np.uint8)
@@ -228,6 +230,11 @@ class LifeConfig:
     def n_cells(self) -> int:
         return self.grid_size * self.grid_size
 
+    def train_options(self) -> TrainOptions:
+        # out of steps, keep the best validated weights: one number ranks them (see train_life)
+        return TrainOptions(steps=self.steps, lr=self.lr, schedule=self.schedule, warmup=self.warmup,
+                            eval_every=self.eval_every, monitor="val_shortfall", restore_best=True)
+
 
 class SingleAttentionNet(nn.Module):
     """The post's model: one token per cell, one single-head attention, one SiLU layer,
@@ -264,38 +271,36 @@ class SingleAttentionNet(nn.Module):
     def forward(self, grids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         size = self.config.grid_size
         if grids.dim() != 3 or grids.shape[1:] != (size, size):
-            raise ValueError(f"this model takes (batch, {size}, {size}) grids, got shape {tuple(grids.shape)}")
-        x = self.W_state[grids.reshape(len(grids), -1).long()] + self.W_pos  # (batch, cells, d)
+            raise ValueError(f"this model takes (batch, {size}, {size}) grids, "
+                             f"got shape {tuple(grids.shape)}")
+        cells = grids.reshape(len(grids), -1).long()  # (batch, cells)
+        x = self.W_state[cells] + self.W_pos  # (batch, cells, d)
         v = x @ self.W_V  # (batch, cells, d)
         if self.config.mixer == "attention":
-            q, k = (x @ self.W_Q) * self.log_scale.exp(), x @ self.W_K  # (batch, cells, d); scaling q scales the scores
-            z, pattern = attention(q, k, v, self.may_attend)  # (batch, cells, d), (batch, cells, cells)
+            # (batch, cells, d); scaling q scales the scores
+            q, k = (x @ self.W_Q) * self.log_scale.exp(), x @ self.W_K
+            # (batch, cells, d), (batch, cells, cells)
+            z, pattern = attention(q, k, v, self.may_attend)
         else:
             pattern = self.pool.expand(len(grids), -1, -1)  # (batch, cells, cells)
             z = pattern @ v
         x = x + z  # residual: each cell keeps its own state beside what it read
         x = x + F.silu(x @ self.W_hidden)  # (batch, cells, d)
         logits = (x @ self.W_class).view(-1, size, size)  # (batch, size, size)
-        return logits, pattern[:, None, None]  # pattern: (batch, 1, 1, cells, cells)
+        # pattern: (batch, layer=1, head=1, cells, cells)
+        return logits, pattern[:, None, None]
 
 
 # ----------------------------------------------------------------------------- judging a model
 
 
-@torch.no_grad()
 def predict(model: SingleAttentionNet, grids, batch_size: int = 256) -> np.ndarray:
-    """The model's next state for a batch of grids, as 0/1 uint8 (n, size, size)."""
+    """The model's next state for a grid or a batch of grids, as 0/1 uint8."""
     g = check_grids(grids, model.config.grid_size)
-    single = g.ndim == 2
-    g = g[None] if single else g
-    device = next(model.parameters()).device
-    model.eval()
-    out = [
-        (model(torch.from_numpy(g[i : i + batch_size]).to(device))[0] > 0).to(torch.uint8).cpu().numpy()
-        for i in range(0, len(g), batch_size)
-    ]
-    out = np.concatenate(out) if out else np.zeros_like(g)
-    return out[0] if single else out
+    alive = infer(model, g[None] if g.ndim == 2 else g, batch_size=batch_size,
+                  keep=lambda out, _: out[0] > 0, numpy=True)  # (n, size, size)
+    alive = alive.astype(np.uint8)
+    return alive[0] if g.ndim == 2 else alive
 
 
 def model_run(model: SingleAttentionNet, grids, steps: int) -> np.ndarray:
@@ -306,7 +311,6 @@ def model_run(model: SingleAttentionNet, grids, steps: int) -> np.ndarray:
     return np.stack(out)
 
 
-@torch.no_grad()
 def neighbour_attention(model: SingleAttentionNet, grids, batch_size: int = 64, on: str = "neighbours") -> float:
     """Mean share of each cell's attention that lands on its 8 neighbours (or, with
     on="self", on the cell itself), over the grids."""
@@ -314,14 +318,34 @@ def neighbour_attention(model: SingleAttentionNet, grids, batch_size: int = 64, 
         raise ValueError(f"on must be 'neighbours' or 'self', got {on!r}")
     g = check_grids(grids, model.config.grid_size)
     g = g[None] if g.ndim == 2 else g
-    device = next(model.parameters()).device
     size = model.config.grid_size
-    mask = (neighbour_mask(size) if on == "neighbours" else torch.eye(size * size, dtype=torch.bool)).to(device)
-    total = 0.0
-    for i in range(0, len(g), batch_size):
-        _, pattern = model(torch.from_numpy(g[i : i + batch_size]).to(device))  # (b, 1, 1, cells, cells)
-        total += (pattern[:, 0, 0] * mask).sum(-1).mean(-1).sum().item()
-    return total / len(g)
+    mask = neighbour_mask(size) if on == "neighbours" else torch.eye(size * size, dtype=torch.bool)
+
+    def share(out, _):  # per grid: the mean over cells of the attention on `mask`
+        pattern = out[1][:, 0, 0]  # (batch, cells, cells)
+        return (pattern * mask.to(pattern.device)).sum(-1).mean(-1)  # (batch,)
+
+    return float(infer(model, g, batch_size=batch_size, keep=share).mean())
+
+
+def attention_by_offset(model: SingleAttentionNet, grids, radius: int = 2, batch_size: int = 100) -> np.ndarray:
+    """Mean attention by offset from the attending cell, over every cell of every grid:
+    (2 * radius + 1, 2 * radius + 1), the attending cell at the centre, rows and columns
+    of offsets -radius..radius. A model that attends only to its 8 neighbours, equally,
+    shows 1/8 on the ring around the centre and 0 everywhere else."""
+    g = check_grids(grids, model.config.grid_size)
+    size = model.config.grid_size
+    if not 0 <= radius <= size // 2 - (size % 2 == 0):
+        raise ValueError(f"radius must be between 0 and {size // 2 - (size % 2 == 0)} on a {size}x{size} grid")
+    total = infer(model, g[None] if g.ndim == 2 else g, batch_size=batch_size,
+                  keep=lambda out, _: out[1][:, 0, 0].sum(0, keepdim=True))  # (batches, cells, cells)
+    mean = total.sum(0).numpy() / (1 if g.ndim == 2 else len(g))  # (cells, cells)
+    centred = np.zeros((size, size))
+    for cell in range(size * size):
+        r, c = divmod(cell, size)  # roll cell (r, c) to the middle of the grid
+        centred += np.roll(mean[cell].reshape(size, size), (size // 2 - r, size // 2 - c), axis=(0, 1))
+    h = size // 2
+    return centred[h - radius : h + radius + 1, h - radius : h + radius + 1] / (size * size)
 
 
 def exact_fraction(predicted: np.ndarray, true: np.ndarray) -> float:
@@ -392,22 +416,12 @@ def train_life(
         # one number to keep the best weights by: exactness first, then attention
         return {"val_exact": exact, "neighbour_attention": attn, "val_shortfall": 2 * (1 - exact) + (1 - attn)}
 
-    history = fit(
-        model,
-        forever(make_batch),
-        lambda m, b: life_loss(m, b, config.label_smoothing),
-        steps=config.steps,
-        lr=config.lr,
-        schedule=config.schedule,
-        warmup=config.warmup,
-        eval_fn=evaluate,
-        eval_every=config.eval_every,
-        callback=stop_when(lambda r: stop_at_target and r["val_exact"] == 1.0 and r["neighbour_attention"] >= config.attention_target, callback),
-        monitor="val_shortfall",
-        restore_best=True,
-        device=device,
-        progress=progress,
-    )
+    def at_target(r):
+        return stop_at_target and r["val_exact"] == 1.0 and r["neighbour_attention"] >= config.attention_target
+
+    history = fit(model, forever(make_batch), lambda m, b: life_loss(m, b, config.label_smoothing),
+                  config.train_options(), eval_fn=evaluate, callback=stop_when(at_target, callback),
+                  device=device, progress=progress)
     return model, history, seen
 
 
@@ -428,16 +442,21 @@ class Summary:
     neighbourhood_errors: int  # (neighbourhood, cell) pairs got wrong, out of 512 * cells
     neighbour_attention: float  # mean share of each cell's attention on its 8 neighbours
 
-    def rows(self, train_seconds: float, grid_size: int, time_limit: float = 300.0) -> list[tuple[str, str, str, str]]:
-        """(measure, target, measured, met) for the chapter's summary table."""
-        yes = lambda ok: "yes" if ok else "NO"  # noqa: E731
+    def targets(self, train_seconds: float, grid_size: int, time_limit: float = 300.0) -> list[Target]:
+        """The chapter's summary: the targets and what was measured."""
+        pct = lambda x: f"{100 * x:.2f} %"  # noqa: E731
         return [
-            (f"exact next state, {self.test_grids:,} unseen grids", "100 %", f"{100 * self.test_exact:.2f} %", yes(self.test_exact == 1)),
-            (f"exact games, {self.games} x {self.game_steps} steps on own outputs", "100 %", f"{100 * self.games_exact:.2f} %", yes(self.games_exact == 1)),
-            ("3x3 neighbourhoods right at every cell (of 512)", "100 %", f"{100 * self.neighbourhoods_right:.2f} %", yes(self.neighbourhoods_right == 1)),
-            ("attention on the 8 neighbours (mean)", ">= 99 %", f"{100 * self.neighbour_attention:.1f} %", yes(self.neighbour_attention >= 0.99)),
-            ("grid size", "16x16 (post)", f"{grid_size}x{grid_size}", "-" if grid_size != 16 else "yes"),
-            ("training time", f"<= {time_limit / 60:.0f} min", f"{train_seconds:.0f} s", yes(train_seconds <= time_limit)),
+            Target(f"exact next state, {self.test_grids:,} unseen grids", "100 %", pct(self.test_exact),
+                   self.test_exact == 1),
+            Target(f"exact games, {self.games} x {self.game_steps} steps on own outputs", "100 %",
+                   pct(self.games_exact), self.games_exact == 1),
+            Target("3x3 neighbourhoods right at every cell (of 512)", "100 %", pct(self.neighbourhoods_right),
+                   self.neighbourhoods_right == 1),
+            Target("attention on the 8 neighbours (mean)", ">= 99 %", f"{100 * self.neighbour_attention:.1f} %",
+                   bool(self.neighbour_attention >= 0.99)),
+            Target("grid size", "16x16 (post)", f"{grid_size}x{grid_size}", True if grid_size == 16 else None),
+            Target("training time", f"<= {time_limit / 60:.0f} min", f"{train_seconds:.0f} s",
+                   train_seconds <= time_limit, machine=True),
         ]
 
 
@@ -468,37 +487,43 @@ def summarise(
     )
 
 
+def benchmark(seed: int, device: torch.device | str | None = None, **changes) -> tuple[list[Target], float]:
+    """benchmarks/run.py: train the default model (with `changes` to its config) from `seed`
+    and measure it against the chapter's targets. Returns (targets, training seconds)."""
+    config = dataclasses.replace(LifeConfig(seed=seed), **changes)
+    model, history, seen = train_life(config, device=device, progress=False)
+    return summarise(model, seen).targets(history.seconds, config.grid_size), history.seconds
+
+
 # ----------------------------------------------------------------------------- for readers with a kernel
 
 
 def life_widget(model: SingleAttentionNet):
-    """A board to draw on or fill with a famous pattern, stepped by the model beside the
-    true rule; returns the widget (the last expression of a cell displays it). Needs a
-    running kernel (Jupyter, Colab); uses only ipywidgets APIs present in both 7.7 (Colab) and 8."""
+    """A board to draw on (click a cell to flip it) or fill with a famous pattern, stepped by
+    the model beside the true rule; returns the widget (the last expression of a cell
+    displays it). Needs a running kernel (Jupyter, Colab)."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
+    from toylib.widgets import BoardGrid
+
     size = model.config.grid_size
-    cells = [w.ToggleButton(layout=w.Layout(width="26px", height="26px", padding="0")) for _ in range(size * size)]
-    board = w.GridBox(cells, layout=w.Layout(grid_template_columns=f"repeat({size}, 26px)", grid_gap="1px"))
+    board = BoardGrid(np.zeros((size, size), np.uint8), style=lambda v: ("", "black" if v else "white"), cell_px=26)
+    board.on_click = lambda r, c: board.set_cell(r, c, 1 - board.values[r, c])
     fits = [name for name, rows in PATTERNS.items() if len(rows) <= size and max(map(len, rows)) <= size]
     choose = w.Dropdown(options=["(draw your own)", "random"] + fits, description="pattern")
     steps = w.IntSlider(value=8, min=1, max=40, description="steps")
     go = w.Button(description="step with the model", button_style="primary")
     out = w.Output()
 
-    def set_grid(g):
-        for b, v in zip(cells, g.ravel()):
-            b.value = bool(v)
-
     def on_choose(change):
         if change["new"] == "random":
-            set_grid(random_grids(1, size, np.random.default_rng(), (0.2, 0.5))[0])
+            board.set(random_grids(1, size, np.random.default_rng(), (0.2, 0.5))[0])
         elif change["new"] in PATTERNS:
-            set_grid(place(change["new"], size))
+            board.set(place(change["new"], size))
 
     def on_go(_):
-        g = np.array([b.value for b in cells], np.uint8).reshape(size, size)
+        g = board.values.astype(np.uint8)
         ours, truth = model_run(model, g, steps.value), life_run(g, steps.value)
         with out:
             out.clear_output(wait=True)
@@ -515,47 +540,40 @@ def life_widget(model: SingleAttentionNet):
             wrong = int((ours != truth).sum())
             fig.suptitle(f"the model's game (top) and the rule's (bottom): {wrong} cells differ", fontsize=9)
             plt.show()
-        set_grid(ours[-1])
+        board.set(ours[-1])
 
     choose.observe(on_choose, names="value")
     go.on_click(on_go)
-    return w.VBox([w.HBox([choose, steps, go]), board, out])
+    return w.VBox([w.HBox([choose, steps, go]), board.widget, out])
 
 
 # ----------------------------------------------------------------------------- command line
 
 
-def main(argv: list[str] | None = None) -> Summary:
-    """Train SingleAttentionNet from the command line, measure it, and optionally save it.
+def _train(config: LifeConfig, device, progress: bool, args) -> tuple[SingleAttentionNet, History, dict]:
+    model, history, seen = train_life(config, device=device, progress=progress)
+    return model, history, {"seen": seen}
 
-    python -m toylib.life --size 8 --seed 0 --save life8.pt
-    """
-    p = argparse.ArgumentParser(prog="python -m toylib.life", description="Train a transformer on Conway's Game of Life.")
-    p.add_argument("--size", type=int, default=LifeConfig.grid_size, help="grid size (default %(default)s)")
-    p.add_argument("--seed", type=int, default=LifeConfig.seed, help="seed of weights and data (default %(default)s)")
-    p.add_argument("--steps", type=int, default=LifeConfig.steps, help="most training steps (default %(default)s)")
-    p.add_argument("--d-model", type=int, default=LifeConfig.d_model, help="token width (default %(default)s)")
-    p.add_argument("--mixer", choices=MIXERS, default=LifeConfig.mixer, help="attention, or a fixed 3x3 average")
-    p.add_argument("--no-mask-self", action="store_true", help="let a cell attend to itself, as in the post")
-    add_run_arguments(p)
-    args = p.parse_args(argv)
-    if args.load:
-        model, config, extra = load_checkpoint(args.load, SingleAttentionNet, LifeConfig)
-        seen, seconds = set(), extra.get("train_seconds", float("nan"))
+
+def _measure(model: SingleAttentionNet, config: LifeConfig, seconds: float, info: dict, args) -> list[Target]:
+    if "seen" not in info:
         print("(a loaded model does not carry its training grids: the test grids are not checked against them)")
-    else:
-        config = LifeConfig(grid_size=args.size, seed=args.seed, steps=args.steps, d_model=args.d_model, mixer=args.mixer, mask_self=not args.no_mask_self)
-        model, history, seen = train_life(config, device=args.device, progress=not args.quiet)
-        seconds = history.seconds
-        print(f"trained {history.steps} steps in {seconds:.1f} s ({history.stop_reason})")
-    t0 = time.perf_counter()
-    summary = summarise(model, seen)
-    print(format_table(summary.rows(seconds, config.grid_size), ("measure", "target", "measured", "met")))
-    print(f"(measured in {time.perf_counter() - t0:.0f} s)")
-    if args.save:
-        save_checkpoint(args.save, model.cpu(), config, train_seconds=seconds, **{k: v for k, v in dataclasses.asdict(summary).items()})
-        print(f"saved {args.save}")
-    return summary
+    return summarise(model, info.get("seen", set())).targets(seconds, config.grid_size)
+
+
+CHAPTER = cli.Chapter(
+    "life", "Train a transformer on Conway's Game of Life, and measure it against the chapter's targets.",
+    LifeConfig, SingleAttentionNet, _train, _measure,
+    options=(
+        cli.Option("--size", "grid_size", "grid size"),
+        cli.Option("--steps", "steps", "most training steps"),
+        cli.Option("--d-model", "d_model", "token width"),
+        cli.Option("--mixer", "mixer", "attention, or a fixed 3x3 average", choices=MIXERS),
+        cli.Option("--mask-self", "mask_self", "forbid a cell to attend to itself (--no-mask-self: as in the post)"),
+    ),
+)
+
+main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script
 
 
 if __name__ == "__main__":

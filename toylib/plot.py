@@ -1,5 +1,5 @@
 """Plotting for the whole book: one attention grid, one animation helper, training curves,
-and the plain-text tables that chapters print for nbval to compare.
+and the source listings that chapters show.
 
 Animations are matplotlib FuncAnimations shown with `show_animation`, which embeds the
 frames as JavaScript-driven HTML: it plays on the static site without a kernel and
@@ -151,12 +151,18 @@ def training_curves(history: History, metrics: Sequence[str] = ("loss",), *, tit
     return fig
 
 
-def format_table(rows, header: tuple[str, ...]) -> str:
-    """A plain-text table (for the terminal and for nbval to compare)."""
-    rows = [tuple(str(c) for c in r) for r in rows]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
+def attention_mosaic(patterns) -> np.ndarray:
+    """(layers, heads, query, key) patterns -> one 2-D array with the heads side by side and
+    the layers stacked, separated by NaN (drawn blank): a whole model in one animation panel."""
+    p = _as_numpy(patterns).astype(float)
+    if p.ndim != 4:
+        raise ValueError(f"patterns must be (layers, heads, query, key), got shape {p.shape}")
+    n_layers, n_heads, n_q, n_k = p.shape
+    out = np.full((n_layers * (n_q + 1) - 1, n_heads * (n_k + 1) - 1), np.nan)
+    for r in range(n_layers):
+        for c in range(n_heads):
+            out[r * (n_q + 1) : r * (n_q + 1) + n_q, c * (n_k + 1) : c * (n_k + 1) + n_k] = p[r, c]
+    return out
 
 
 def show_code(obj) -> "object":

@@ -23,7 +23,6 @@ toylib.train.fit) and in NumPy with a hand-written backward pass (`NumpyTransfor
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import time
@@ -35,9 +34,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from toylib import cli
 from toylib.attention import Encoder, MultiHeadAttention, sinusoidal_positions
 from toylib.device import pick_device, seed_everything
-from toylib.train import History, fit, forever, load_checkpoint, save_checkpoint, stop_when
+from toylib.infer import infer
+from toylib.targets import Target
+from toylib.train import History, TrainOptions, fit, forever, stop_when
 
 TASKS = ("copy", "reverse", "rotate", "filter")
 EMPTY = 0  # the empty symbol: never in an input, written by filter
@@ -78,10 +80,12 @@ def _check_sequences(x, vocab: int | None = None) -> np.ndarray:
 
 
 def make_targets(task: str, x, threshold: int = 5) -> np.ndarray:
-    """The right answer for every sequence of `x` (n, length): the ground truth.
+    """The right answer for every sequence of `x` (n, length): the ground
+    truth.
 
-    copy: x; reverse: x backwards; rotate: left by one ([a b c d] -> [b c d a]);
-    filter: x with every value above `threshold` replaced by the empty symbol 0.
+    copy: x; reverse: x backwards; rotate: left by one ([a b c d] ->
+    [b c d a]); filter: x with every value above `threshold` replaced by the
+    empty symbol 0.
     """
     x = _check_sequences(x)
     if task not in TASKS:
@@ -133,9 +137,11 @@ def sequence_hash(x) -> np.ndarray:
 
 
 def split_of(x) -> np.ndarray:
-    """(n,) array of "train", "val" or "test" for each sequence: 10 % test, 10 % validation."""
+    """(n,) array of "train", "val" or "test" for each sequence: 10 % test,
+    10 % validation, the rest training."""
     r = sequence_hash(x) % np.uint64(SPLIT_MOD)
-    return np.where(r == SPLITS["test"], "test", np.where(r == SPLITS["val"], "val", "train"))
+    split = np.where(r == SPLITS["val"], "val", "train")
+    return np.where(r == SPLITS["test"], "test", split)
 
 
 def in_split(x, split: str) -> np.ndarray:
@@ -220,6 +226,10 @@ class SeqConfig:
         """Width of a token: one-hot content, then position."""
         return self.vocab + self.d_pos
 
+    def train_options(self) -> TrainOptions:
+        return TrainOptions(steps=self.steps, lr=self.lr, eval_every=self.eval_every, monitor="val_loss",
+                            restore_best=True, optimizer=self.optimizer)
+
 
 def embed(tokens: torch.Tensor, vocab: int, d_pos: int, positions: bool = True, with_content: bool = True) -> torch.Tensor:
     """(batch, pos) symbols -> (batch, pos, vocab + d_pos): [one-hot content | position].
@@ -267,23 +277,31 @@ class SeqTransformer(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if tokens.dim() != 2:
-            raise ValueError(f"tokens must be (batch, pos), got shape {tuple(tokens.shape)}")
+            raise ValueError(f"tokens must be (batch, pos), "
+                             f"got shape {tuple(tokens.shape)}")
         c = self.config
-        x = embed(tokens.long(), c.vocab, c.d_pos, c.positions)  # (batch, pos, d_model)
-        x = x.to(self.readout.weight.dtype)  # float64 too, for checking the NumPy twin
+        tokens = tokens.long()
+        x = embed(tokens, c.vocab, c.d_pos, c.positions)  # (batch, pos, d_model)
+        # in the weights' dtype: float64 too, for checking the NumPy twin
+        x = x.to(self.readout.weight.dtype)
         if c.residual:
-            x, patterns = self.encoder(x)  # patterns: (batch, layer, head, query_pos, key_pos)
+            # patterns: (batch, layer, head, query_pos, key_pos)
+            x, patterns = self.encoder(x)
         else:
             patterns = []
             for i, attn in enumerate(self.layers):
                 if i == 0 and c.queries == "position":
-                    slots = embed(tokens.long(), c.vocab, c.d_pos, c.positions, with_content=False).to(x.dtype)
-                    x, pattern = attn(slots, context=x)  # (batch, pos, d_model): queries from positions only
+                    # queries from the positions only: (batch, pos, d_model)
+                    slots = embed(tokens, c.vocab, c.d_pos, c.positions,
+                                  with_content=False).to(x.dtype)
+                    x, pattern = attn(slots, context=x)
                 else:
-                    x, pattern = attn(x)  # no residual: each layer sees only what the last one read
+                    # no residual: each layer sees only what the last one read
+                    x, pattern = attn(x)
                 patterns.append(pattern)
+            # (batch, layer, head, query_pos, key_pos)
             patterns = torch.stack(patterns, dim=1)
-        return self.readout(x), patterns  # (batch, pos, vocab), (batch, layer, head, query, key)
+        return self.readout(x), patterns  # logits: (batch, pos, vocab)
 
 
 def weight_splits(model, layer: int = 0) -> dict[str, dict[str, np.ndarray]]:
@@ -315,15 +333,7 @@ def run_model(model, x, batch_size: int = 2048) -> tuple[np.ndarray, np.ndarray]
     if isinstance(model, NumpyTransformer):
         logits, patterns, _ = model.forward(x)
         return logits, patterns
-    device = next(model.parameters()).device
-    model.eval()
-    logits, patterns = [], []
-    with torch.no_grad():
-        for i in range(0, len(x), batch_size):
-            lg, pt = model(torch.from_numpy(x[i : i + batch_size]).to(device))
-            logits.append(lg.cpu().numpy())
-            patterns.append(pt.cpu().numpy())
-    return np.concatenate(logits), np.concatenate(patterns)
+    return infer(model, x, batch_size=batch_size, numpy=True)
 
 
 def predict(model, x) -> np.ndarray:
@@ -438,22 +448,16 @@ def train_sequences(
         on_src = (patterns[:, 0, 0].argmax(-1) == src).float().mean().item()
         return {"val_exact": exact, "val_loss": loss, "val_attention_on_source": on_src}
 
-    history = fit(
-        model,
-        forever(make_batch),
-        sequence_loss,
-        steps=cfg.steps,
-        lr=cfg.lr,
-        eval_fn=evaluate_val,
-        eval_every=cfg.eval_every,
-        monitor="val_loss",
-        restore_best=True,
-        callback=stop_when(lambda r: stop_at_target and r["val_exact"] == 1.0 and r["val_loss"] < cfg.stop_loss, callback),
-        device=device,
-        optimizer=cfg.optimizer,
-        progress=progress,
-    )
+    at_target = stop_when(lambda r: stop_at_target and at_stop_rule(cfg, r), callback)
+    history = fit(model, forever(make_batch), sequence_loss, cfg.train_options(), eval_fn=evaluate_val,
+                  callback=at_target, device=device, progress=progress)
     return model, history
+
+
+def at_stop_rule(cfg: SeqConfig, record: dict[str, float]) -> bool:
+    """The stopping rule of every sequence model: every validation sequence exact, and the
+    validation loss below `stop_loss`."""
+    return record["val_exact"] == 1.0 and record["val_loss"] < cfg.stop_loss
 
 
 def length_generalisation(
@@ -501,13 +505,9 @@ def length_generalisation(
             loss += F.cross_entropy(logits.flatten(0, 1), y.flatten()).item() / len(val)
         return {"val_exact": right / sum(len(x) for x, _ in val), "val_loss": loss}
 
-    def at_target(step, m, history):  # the stopping rule of train_sequences
-        return history.last["val_exact"] == 1.0 and history.last["val_loss"] < cfg.stop_loss
-
-    history = fit(
-        model, forever(make_batch), sequence_loss, steps=cfg.steps, lr=cfg.lr, eval_fn=evaluate_val,
-        eval_every=cfg.eval_every, callback=at_target, optimizer=cfg.optimizer, device=device, progress=progress,
-    )
+    options = dataclasses.replace(cfg.train_options(), restore_best=False)
+    history = fit(model, forever(make_batch), sequence_loss, options, eval_fn=evaluate_val,
+                  callback=stop_when(lambda r: at_stop_rule(cfg, r)), device=device, progress=progress)
     result = {n: evaluate(model, n_test, length=n)["exact"] for n in test_lengths}
     return model, history, result
 
@@ -533,6 +533,9 @@ class NumpyTransformer:
     """
 
     NAMES = ("W_Q", "W_K", "W_V", "W_O", "W_R")
+    # where SeqTransformer keeps each of these weights (nn.Linear's weight and bias)
+    TORCH_NAMES = {"W_Q": "layers.0.W_Q", "W_K": "layers.0.W_K", "W_V": "layers.0.W_V", "W_O": "layers.0.W_O",
+                   "W_R": "readout"}
 
     def __init__(self, config: SeqConfig, rng: np.random.Generator):
         if config.n_layers != 1 or config.n_heads != 1 or config.residual:
@@ -564,7 +567,8 @@ class NumpyTransformer:
         e = self.embed(x)  # (B, n, d)
         e_q = e.copy()
         if self.config.queries == "position":
-            e_q[:, :, : self.config.vocab] = 0.0  # the query reads the position part only
+            # the query reads the position part only
+            e_q[:, :, : self.config.vocab] = 0.0
         q = e_q @ P["W_Q"] + P["b_Q"]  # (B, n, d)
         k, v = (e @ P[f"W_{s}"] + P[f"b_{s}"] for s in "KV")  # (B, n, d)
         scale = 1 / math.sqrt(q.shape[-1])
@@ -574,10 +578,11 @@ class NumpyTransformer:
         z = a @ v  # (B, n, d)
         o = z @ P["W_O"] + P["b_O"]  # (B, n, d)
         logits = o @ P["W_R"] + P["b_R"]  # (B, n, vocab)
-        cache = {"e": e, "e_q": e_q, "q": q, "k": k, "v": v, "a": a, "z": z, "o": o, "logits": logits, "scale": scale}
+        cache = {"e": e, "e_q": e_q, "q": q, "k": k, "v": v, "a": a, "z": z,
+                 "o": o, "logits": logits, "scale": scale}
         return logits, a[:, None, None], cache
 
-    def backward(self, cache: dict, targets) -> tuple[float, dict[str, np.ndarray]]:
+    def backward(self, cache: dict, targets) -> tuple[float, dict]:
         P = self.params
         y = np.asarray(targets)
         logits, a, e = cache["logits"], cache["a"], cache["e"]
@@ -586,12 +591,14 @@ class NumpyTransformer:
         p /= p.sum(-1, keepdims=True)  # (B, n, vocab)
         picked = np.take_along_axis(p, y[..., None], -1)[..., 0]
         loss = float(-np.log(picked).mean())
+        # d(mean cross-entropy) / d logits = (softmax - one-hot) / tokens
         d_logits = p.copy()
-        np.put_along_axis(d_logits, y[..., None], np.take_along_axis(p, y[..., None], -1) - 1, -1)
-        d_logits /= n_tok  # d(mean cross-entropy)/d logits = (softmax - one-hot) / tokens
+        np.put_along_axis(d_logits, y[..., None], picked[..., None] - 1, -1)
+        d_logits /= n_tok
         g = {}
 
-        def linear_back(inp, d_out, name):  # out = inp @ W + b: gradients of W, b, and d inp
+        def linear_back(inp, d_out, name):
+            # out = inp @ W + b: the gradients of W and b, and d inp
             g["W" + name] = np.einsum("bni,bno->io", inp, d_out)
             g["b" + name] = d_out.sum((0, 1))
             return d_out @ P["W" + name].T
@@ -601,11 +608,14 @@ class NumpyTransformer:
         d_a = d_z @ cache["v"].transpose(0, 2, 1)  # (B, query, key)
         d_v = a.transpose(0, 2, 1) @ d_z  # (B, key, d)
         # softmax backward, row by row: dS = A * (dA - sum_k dA * A)
-        d_scores = a * (d_a - (d_a * a).sum(-1, keepdims=True)) * cache["scale"]
+        d_a_mean = (d_a * a).sum(-1, keepdims=True)  # (B, query, 1)
+        d_scores = a * (d_a - d_a_mean) * cache["scale"]
         d_q = d_scores @ cache["k"]  # (B, query, d)
         d_k = d_scores.transpose(0, 2, 1) @ cache["q"]  # (B, key, d)
-        for inp, name, d in ((cache["e_q"], "_Q", d_q), (e, "_K", d_k), (e, "_V", d_v)):
-            linear_back(inp, d, name)  # the input's gradient is not needed: it is fixed data
+        # the inputs' own gradients are not needed: they are fixed data
+        for inp, name, d in ((cache["e_q"], "_Q", d_q), (e, "_K", d_k),
+                             (e, "_V", d_v)):
+            linear_back(inp, d, name)
         return loss, g
 
     def adam_step(self, grads: dict[str, np.ndarray], lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
@@ -623,9 +633,8 @@ class NumpyTransformer:
         """These weights under SeqTransformer's names and layout (nn.Linear keeps (output, input)).
 
         dtype=torch.float64 keeps them exact, for checking gradients against autograd."""
-        names = {"W_Q": "layers.0.W_Q", "W_K": "layers.0.W_K", "W_V": "layers.0.W_V", "W_O": "layers.0.W_O", "W_R": "readout"}
         sd = {}
-        for ours, theirs in names.items():
+        for ours, theirs in self.TORCH_NAMES.items():
             sd[f"{theirs}.weight"] = torch.tensor(self.params[ours].T, dtype=dtype)
             sd[f"{theirs}.bias"] = torch.tensor(self.params["b" + ours[1:]], dtype=dtype)
         return sd
@@ -637,19 +646,24 @@ class NumpyTransformer:
         return model.eval()
 
 
+NumpyCallback = Callable[[int, NumpyTransformer, History], "bool | None"]
+
+
 def train_numpy(
     cfg: SeqConfig = SeqConfig(),
-    callback: Callable[[int, NumpyTransformer, History], bool | None] | None = None,
+    callback: NumpyCallback | None = None,
     stop_at_target: bool = True,
 ) -> tuple[NumpyTransformer, History]:
-    """Train a NumpyTransformer with Adam on fresh batches of the training split: the NumPy
-    twin of `train_sequences`, with the same data streams, validation and stopping rule,
-    and a toylib.train.History of the same records."""
+    """Train a NumpyTransformer with Adam on fresh batches of the training
+    split: the NumPy twin of `train_sequences`, with the same data streams,
+    validation and stopping rule, and a toylib.train.History of the same
+    records."""
     if cfg.optimizer != "adamw":
         raise ValueError("train_numpy uses Adam; set optimizer='adamw'")
     model = NumpyTransformer(cfg, np.random.default_rng([cfg.seed, 3]))
     rng = np.random.default_rng([cfg.seed, 0])
-    val_x, val_y = make_data(cfg, cfg.val_size, np.random.default_rng([cfg.seed, 1]), "val")
+    val_rng = np.random.default_rng([cfg.seed, 1])
+    val_x, val_y = make_data(cfg, cfg.val_size, val_rng, "val")
     history, running, n_running, seconds = History(), 0.0, 0, 0.0
     for step in range(1, cfg.steps + 1):
         x, y = make_data(cfg, cfg.batch, rng, "train")
@@ -662,13 +676,16 @@ def train_numpy(
         if step % cfg.eval_every and step != cfg.steps:
             continue
         logits, patterns, _ = model.forward(val_x)
-        record = {"step": step, "seconds": seconds, "lr": cfg.lr, "loss": running / n_running}
-        record["val_exact"] = exact_match(logits.argmax(-1), val_y)
-        record["val_loss"] = _cross_entropy(logits, val_y)
-        record["val_attention_on_source"] = attention_on_source(model, val_x, patterns=patterns)
+        record = {"step": step, "seconds": seconds, "lr": cfg.lr,
+                  "loss": running / n_running,
+                  "val_exact": exact_match(logits.argmax(-1), val_y),
+                  "val_loss": _cross_entropy(logits, val_y),
+                  "val_attention_on_source": attention_on_source(
+                      model, val_x, patterns=patterns)}
         history.records.append(record)
-        history.seconds, history.steps, running, n_running = seconds, step, 0.0, 0
-        stop = stop_at_target and record["val_exact"] == 1.0 and record["val_loss"] < cfg.stop_loss
+        history.seconds, history.steps = seconds, step
+        running, n_running = 0.0, 0
+        stop = stop_at_target and at_stop_rule(cfg, record)
         if callback is not None and callback(step, model, history):
             stop = True
         if stop:
@@ -677,41 +694,184 @@ def train_numpy(
     return model, history
 
 
-# ----------------------------------------------------------------------------- benchmark
+# ----------------------------------------------------------------------------- checks and the chapter's targets
 
-BENCHMARK_HEADER = ("chapter", "task", "impl", "length", "seed", "steps", "train s", "exact %", "attn on source %", "converged")
+
+def gradient_check(queries: str = "position", seed: int = 0,
+                   eps: float = 1e-6) -> tuple[float, float]:
+    """Check NumpyTransformer's hand-written backward pass on a small model
+    with large random weights (a sharp softmax is where mistakes show), in
+    float64: every weight's gradient against a central finite difference,
+    and every gradient against PyTorch's autograd on the same weights.
+    Returns the two relative errors |a - b| / (|a| + |b|), each over all
+    gradients flattened and joined."""
+    cfg = SeqConfig(task="reverse", length=5, vocab=5, threshold=2, d_pos=4,
+                    queries=queries)
+    model = NumpyTransformer(cfg, np.random.default_rng(seed))
+    rng = np.random.default_rng(seed + 1)
+    for k in model.params:
+        model.params[k] = rng.normal(0, 0.7, model.params[k].shape)
+    x = sample_sequences(4, 5, cfg.vocab, rng)
+    y = make_targets(cfg.task, x)
+
+    def loss() -> float:
+        return model.backward(model.forward(x)[2], y)[0]
+
+    _, grads = model.backward(model.forward(x)[2], y)
+    numeric = {}
+    for name, p in model.params.items():
+        numeric[name] = np.zeros_like(p)
+        for idx in np.ndindex(p.shape):  # every single weight
+            old = p[idx]
+            p[idx] = old + eps
+            up = loss()
+            p[idx] = old - eps
+            down = loss()
+            p[idx] = old
+            numeric[name][idx] = (up - down) / (2 * eps)
+    twin = SeqTransformer(cfg).double()
+    twin.load_state_dict(model.torch_state_dict(torch.float64))
+    sequence_loss(twin, (torch.from_numpy(x), torch.from_numpy(y))).backward()
+    autograd = {}
+    for ours, theirs in NumpyTransformer.TORCH_NAMES.items():
+        layer = dict(twin.named_parameters())
+        autograd[ours] = layer[f"{theirs}.weight"].grad.numpy().T
+        autograd["b" + ours[1:]] = layer[f"{theirs}.bias"].grad.numpy()
+    names = list(model.params)
+    return (_relative_error(grads, numeric, names),
+            _relative_error(grads, autograd, names))
+
+
+def _relative_error(a: dict[str, np.ndarray], b: dict[str, np.ndarray], names: list[str]) -> float:
+    va = np.concatenate([a[n].ravel() for n in names])
+    vb = np.concatenate([b[n].ravel() for n in names])
+    return float(np.linalg.norm(va - vb) / (np.linalg.norm(va) + np.linalg.norm(vb)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One trained model of the chapter and what it scored on the held-out test sequences."""
+
+    model: nn.Module
+    history: History
+    result: dict[str, float]  # from `evaluate`
+
+
 TIME_BUDGET_S = {"torch": 60.0, "numpy": 90.0}  # the chapter's targets: training seconds per task
 
 
-def benchmark_rows(
-    seeds: Iterable[int] = range(3),
-    lengths: Iterable[int] = (8, 16),
-    tasks: Iterable[str] = TASKS,
-    numpy_tasks: Iterable[str] = ("copy", "reverse"),
-    n_test: int = 10_000,
-    device: torch.device | str | None = "cpu",
-) -> list[tuple]:
-    """Train every (task, implementation, length, seed) with the default config, judge it on
-    `n_test` held-out sequences and return one row per run, in the order of BENCHMARK_HEADER.
-
-    A run has converged when it is exact on every test sequence, attends most to the true
-    source at >= 99.9 % of positions, and trained within TIME_BUDGET_S of its implementation.
-    For benchmarks/run.py: format_table(benchmark_rows(range(3)), BENCHMARK_HEADER)."""
-    rows = []
-    runs = [("torch", t) for t in tasks] + [("numpy", t) for t in numpy_tasks]
+def train_suite(
+    seed: int = 0, lengths: Iterable[int] = (8, 16), tasks: Iterable[str] = TASKS, numpy: bool = False,
+    n_test: int = 10_000, device: torch.device | str | None = None,
+) -> dict[tuple[str, int], Run]:
+    """Train the default model (NumPy's with numpy=True) on every task and length, and judge
+    each on `n_test` held-out sequences: {(task, length): Run}."""
+    runs = {}
     for length in lengths:
-        for impl, task in runs:
-            for seed in seeds:
-                cfg = SeqConfig(task=task, length=length, seed=seed)
-                if impl == "torch":
-                    model, history = train_sequences(cfg, device=device, progress=False)
-                else:
-                    model, history = train_numpy(cfg)
-                r = evaluate(model, n_test)
-                ok = r["exact"] == 1.0 and r["attention_on_source"] >= 0.999 and history.seconds <= TIME_BUDGET_S[impl]
-                rows.append(("sequences", task, impl, length, seed, history.steps, f"{history.seconds:.1f}",
-                             f"{100 * r['exact']:.2f}", f"{100 * r['attention_on_source']:.2f}", "yes" if ok else "no"))
-    return rows
+        for task in tasks:
+            cfg = SeqConfig(task=task, length=length, seed=seed)
+            if numpy:
+                model, history = train_numpy(cfg)
+            else:
+                model, history = train_sequences(cfg, device=device, progress=False)
+            runs[task, length] = Run(model, history, evaluate(model, n_test))
+    return runs
+
+
+def suite_targets(torch_runs: dict[tuple[str, int], Run], numpy_runs: dict[tuple[str, int], Run]) -> list[Target]:
+    """The targets of the chapter's trained models: exact on every test sequence, strongest
+    attention on the true source at >= 99.9 % of positions (filter: reported, no target),
+    and the training times (machine-dependent)."""
+    pct = lambda x: f"{100 * x:.2f} %"  # noqa: E731
+    out = []
+    for (task, length), run in torch_runs.items():
+        out.append(Target(f"PyTorch exact match, {task}, length {length}", "100 %", pct(run.result["exact"]),
+                          run.result["exact"] == 1.0))
+    for (task, length), run in torch_runs.items():
+        on_source = run.result["attention_on_source"]
+        met = None if task == "filter" else bool(on_source >= 0.999)
+        out.append(Target(f"PyTorch attention on source, {task}, length {length}", "-" if met is None else ">= 99.9 %",
+                          pct(on_source), met))
+    for (task, length), run in numpy_runs.items():
+        out.append(Target(f"NumPy exact match, {task}, length {length}", "100 %", pct(run.result["exact"]),
+                          run.result["exact"] == 1.0))
+    for impl, runs in (("PyTorch", torch_runs), ("NumPy", numpy_runs)):
+        if runs:
+            slowest = max(r.history.seconds for r in runs.values())
+            budget = TIME_BUDGET_S["torch" if impl == "PyTorch" else "numpy"]
+            out.append(Target(f"{impl} training per task, slowest of {len(runs)}", f"< {budget:.0f} s",
+                              f"{slowest:.1f} s", slowest < budget, machine=True))
+    return out
+
+
+def claim_targets(
+    grad_errors: dict[str, tuple[float, float]], ablation: dict[tuple[str, str], Run],
+    generalisation: dict[str, dict[int, float]],
+) -> list[Target]:
+    """The post's findings, as targets, from `gradient_check` per query kind, `run_ablations`
+    and `length_generalisation` per task."""
+    fd = max(e[0] for e in grad_errors.values())
+    ag = max(e[1] for e in grad_errors.values())
+    exact = {key: run.result["exact"] for key, run in ablation.items()}
+    reached = {key: run.history.stop_reason == "callback" for key, run in ablation.items()}
+    no_pe = max(exact["no position encoding", t] for t in ("reverse", "rotate"))
+    ours = sum(exact[ABLATIONS_OURS, t] == 1.0 for t in TASKS)
+    sgd_hits = sum(reached[name, t] for name in ABLATIONS if name.startswith("plain SGD") for t in TASKS)
+    n_sgd = sum(name.startswith("plain SGD") for name in ABLATIONS) * len(TASKS)
+    post_copy = ablation["the post (queries from content + position)", "copy"].result["attention_on_source"]
+    gen_ok = all(generalisation[t][n] == 1.0 for t in ("copy", "rotate", "filter") for n in range(2, 17))
+    return [
+        Target("NumPy gradients vs finite differences, rel. error", "< 1e-6",
+               "< 1e-6" if fd < 1e-6 else "1e-6 or more", fd < 1e-6),
+        Target("NumPy gradients vs PyTorch autograd, rel. error", "< 1e-10",
+               "< 1e-10" if ag < 1e-10 else "1e-10 or more", ag < 1e-10),
+        Target("claim: without positions, reverse and rotate fail (best exact)", "< 1 %", f"{100 * no_pe:.2f} %",
+               no_pe < 0.01),
+        Target("claim: 1 layer, 1 head, no residual/norm suffice (tasks exact)", f"{len(TASKS)} of {len(TASKS)}",
+               f"{ours} of {len(TASKS)}", ours == len(TASKS)),
+        Target("claim: plain SGD meets the target in AdamW's budget (runs)", f"0 of {n_sgd}",
+               f"{sgd_hits} of {n_sgd}", sgd_hits == 0),
+        Target("the post's queries: copy attention on source", "-",
+               "below 99.9 %" if post_copy < 0.999 else "99.9 % or more", None),
+        Target("mixed lengths 2-16: copy, rotate, filter exact at every training length", "-",
+               "yes" if gen_ok else "no", None),
+    ]
+
+
+# One change at a time to the chapter's model or its training (the chapter's ablation table).
+ABLATIONS_OURS = "this chapter (queries from position)"
+ABLATIONS: dict[str, dict] = {
+    ABLATIONS_OURS: {},
+    "the post (queries from content + position)": {"queries": "input"},
+    "no position encoding": {"positions": False},
+    "no position encoding, the post's queries": {"positions": False, "queries": "input"},
+    "plain SGD, lr 0.01": {"optimizer": "sgd"},
+    "plain SGD, lr 0.1": {"optimizer": "sgd", "lr": 0.1},
+    "residual + LayerNorm + MLP (the post's queries)": {"residual": True, "queries": "input"},
+}
+
+
+def run_ablations(
+    steps: int = 1500, length: int = 8, n_test: int = 10_000, device: torch.device | str | None = None,
+) -> dict[tuple[str, str], Run]:
+    """Train every task under every change of ABLATIONS with the same budget of `steps`:
+    {(variant, task): Run}. A run met the validation target if it stopped by the callback."""
+    out = {}
+    for name, change in ABLATIONS.items():
+        for task in TASKS:
+            cfg = SeqConfig(task=task, length=length, steps=steps, **change)
+            model, history = train_sequences(cfg, device=device, progress=False)
+            out[name, task] = Run(model, history, evaluate(model, n_test))
+    return out
+
+
+def benchmark(seed: int, device: torch.device | str | None = "cpu") -> tuple[list[Target], float]:
+    """benchmarks/run.py: the chapter's trained models for one seed, and their targets.
+    Returns (targets, seconds of training summed over the runs)."""
+    torch_runs = train_suite(seed, device=device)
+    numpy_runs = train_suite(seed, tasks=("copy", "reverse"), numpy=True)
+    seconds = sum(r.history.seconds for r in (*torch_runs.values(), *numpy_runs.values()))
+    return suite_targets(torch_runs, numpy_runs), seconds
 
 
 # ----------------------------------------------------------------------------- figures
@@ -764,66 +924,75 @@ def plot_weight_splits(model, layer: int = 0, title: str | None = None):
 # ----------------------------------------------------------------------------- command line
 
 
-def main(argv: list[str] | None = None) -> dict[str, float]:
-    """Train (or load) a model on one task, judge it on held-out sequences, draw its figures.
+def _train(cfg: SeqConfig, device, progress: bool, args) -> tuple[SeqTransformer, History, dict]:
+    if args.numpy:
+        np_model, history = train_numpy(cfg)
+        return np_model.to_torch(), history, {}
+    model, history = train_sequences(cfg, device=device, progress=progress)
+    return model, history, {}
 
-    python -m toylib.sequences -t reverse -S 8 --out figures --save reverse8.pt
-    """
-    p = argparse.ArgumentParser(prog="python -m toylib.sequences", description="One attention layer learns copy, reverse, rotate or filter.")
-    p.add_argument("-t", "--task", choices=TASKS, default=SeqConfig.task)
-    p.add_argument("-S", "--length", type=int, default=SeqConfig.length, help="sequence length (default %(default)s)")
-    p.add_argument("--seed", type=int, default=SeqConfig.seed)
-    p.add_argument("--steps", type=int, default=SeqConfig.steps, help="most training steps (default %(default)s)")
+
+def _measure(model: SeqTransformer, cfg: SeqConfig, seconds: float, info: dict, args) -> list[Target]:
+    length = args.length or cfg.length
+    r = evaluate(model, args.test_size, length=length)
+    impl = "numpy" if args.numpy else "torch"
+    pct = lambda x: f"{100 * x:.2f} %"  # noqa: E731
+    where = f"{cfg.task}, length {length}, {args.test_size:,} held-out sequences"
+    on_source = None if cfg.task == "filter" else bool(r["attention_on_source"] >= 0.999)
+    return [
+        Target(f"exact match, {where}", "100 %", pct(r["exact"]), r["exact"] == 1.0),
+        Target(f"per position, {where}", "-", pct(r["token_acc"]), None),
+        Target(f"attention on source, {where}", "-" if on_source is None else ">= 99.9 %",
+               pct(r["attention_on_source"]), on_source),
+        Target("training time", f"< {TIME_BUDGET_S[impl]:.0f} s", f"{seconds:.1f} s",
+               bool(seconds < TIME_BUDGET_S[impl]), machine=True),
+    ]
+
+
+def _extra_arguments(p) -> None:
     p.add_argument("--numpy", action="store_true", help="train the NumPy model with its hand-written backward pass")
-    p.add_argument("--queries", choices=QUERIES, default=SeqConfig.queries,
-                   help="queries from the position only (default) or from the whole input, as in the post")
-    p.add_argument("--load", metavar="PATH", help="judge a saved model instead of training one")
-    p.add_argument("--save", metavar="PATH", help="save the trained model here")
     p.add_argument("--out", metavar="DIR", help="write figures (PNG) into this folder")
     p.add_argument("--test-size", type=int, default=10_000, help="held-out test sequences (default %(default)s)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    args = p.parse_args(argv)
-    if args.load:
-        model, cfg, _ = load_checkpoint(args.load, SeqTransformer, SeqConfig)
-        print(f"loaded {args.load}: {cfg}")
-    else:
-        cfg = SeqConfig(task=args.task, length=args.length, seed=args.seed, steps=args.steps, queries=args.queries)
-        if args.numpy:
-            np_model, history = train_numpy(cfg)
-            model = np_model.to_torch()
-        else:
-            model, history = train_sequences(cfg, device="cpu", progress=not args.quiet)
-        print(f"trained {history.steps} steps in {history.seconds:.1f} s ({'NumPy' if args.numpy else 'PyTorch'})")
-    model = model.cpu()
-    result = evaluate(model, args.test_size, length=args.length if args.load else None)
-    print(f"{cfg.task}, length {args.length if args.load else cfg.length}, {args.test_size:,} held-out sequences: "
-          f"exact {100 * result['exact']:.2f} %, per position {100 * result['token_acc']:.2f} %, "
-          f"attention on source {100 * result['attention_on_source']:.2f} %")
-    if args.save:
-        save_checkpoint(args.save, model, cfg, **result)
-        print(f"saved {args.save}")
-    if args.out:
-        import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        from toylib.plot import attention_grid
+def _figures(model: SeqTransformer, cfg: SeqConfig, args) -> None:
+    if not args.out:
+        return
+    import matplotlib.pyplot as plt
 
-        x = sample_sequences(1, args.length if args.load else cfg.length, cfg.vocab, np.random.default_rng(args.seed), "test")
-        patterns = run_model(model, x)[1][0]  # (layer, head, query, key)
-        figures = {
-            "example": plot_example(model, x[0]),
-            "attention": attention_grid(patterns, title=f"{cfg.task}: attention on {x[0].tolist()}"),
-            "weights": plot_weight_splits(model),
-        }
-        for name, fig in figures.items():
-            fig.savefig(out / f"{cfg.task}_{name}.png", dpi=80)
-            plt.close(fig)
-        print(f"figures in {out}/")
-    return result
+    from toylib.plot import attention_grid
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    length = args.length or cfg.length
+    x = sample_sequences(1, length, cfg.vocab, np.random.default_rng(cfg.seed), "test")
+    patterns = run_model(model.cpu(), x)[1][0]  # (layer, head, query, key)
+    figures = {
+        "example": plot_example(model, x[0]),
+        "attention": attention_grid(patterns, title=f"{cfg.task}: attention on {x[0].tolist()}"),
+        "weights": plot_weight_splits(model),
+    }
+    for name, fig in figures.items():
+        fig.savefig(out / f"{cfg.task}_{name}.png", dpi=80)
+        plt.close(fig)
+    print(f"figures in {out}/")
+
+
+CHAPTER = cli.Chapter(
+    "sequences", "One attention layer learns copy, reverse, rotate or filter.",
+    SeqConfig, SeqTransformer, _train, _measure,
+    options=(
+        cli.Option(("-t", "--task"), "task", "the task", choices=TASKS),
+        cli.Option(("-S", "--length"), "length", "sequence length"),
+        cli.Option("--steps", "steps", "most training steps"),
+        cli.Option("--queries", "queries", "queries from the position only, or from the whole input as in the post",
+                   choices=QUERIES),
+    ),
+    extra_arguments=_extra_arguments,
+    after=_figures,
+)
+
+main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script
 
 
 if __name__ == "__main__":

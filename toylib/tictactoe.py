@@ -16,10 +16,8 @@ Cells are numbered 0..8 row by row; a board is a tuple of 9 symbols, EMPTY, X or
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
@@ -28,10 +26,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from toylib import cli
 from toylib.attention import Encoder, count_parameters
 from toylib.device import pick_device, seed_everything
-from toylib.plot import format_table
-from toylib.train import History, add_run_arguments, fit, load_checkpoint, minibatches, save_checkpoint, stop_when
+from toylib.infer import infer
+from toylib.targets import Target
+from toylib.train import History, TrainOptions, fit, minibatches, stop_when
 
 EMPTY, X, O = 0, 1, 2
 SYMBOLS = ".XO"  # how each symbol prints
@@ -132,19 +132,22 @@ def _child(board: Board, action: int, player: int) -> Board:
 
 @functools.lru_cache(maxsize=None)
 def minimax(board: Board) -> int:
-    """The minimax score of a legal board for the player to move, with the post's tie-break.
+    """The minimax score of a legal board for the player to move, with the
+    post's tie-break.
 
-    A finished game scores 0 for a draw; a loss scores -(1 + empty cells left), so that a
-    win taken sooner (more cells left) scores higher for the winner and a loss put off
-    longer scores higher for the loser. sign(score) is the game's value: +1 the player to
-    move can force a win, 0 a draw, -1 a loss.
+    A finished game scores 0 for a draw; a loss scores -(1 + empty cells
+    left), so that a win taken sooner (more cells left) scores higher for the
+    winner and a loss put off longer scores higher for the loser.
+    sign(score) is the game's value: +1 the player to move can force a win,
+    0 a draw, -1 a loss.
     """
     if line_winner(board) != EMPTY:
         return -(1 + board.count(EMPTY))  # the previous player just won
     if EMPTY not in board:
         return 0
     player = X if board.count(X) == board.count(O) else O
-    return max(-minimax(_child(board, a, player)) for a in range(9) if board[a] == EMPTY)
+    moves = [a for a in range(9) if board[a] == EMPTY]
+    return max(-minimax(_child(board, a, player)) for a in moves)
 
 
 def move_scores(board: Sequence[int]) -> dict[int, int]:
@@ -332,6 +335,7 @@ class TicTacToeConfig:
     positions: str = "graph"  # "graph": cell and line tokens, attention biased by relation; "cells": the post's, a vector per cell
     lr: float = 3e-3
     weight_decay: float = 0.5  # strong: the training positions are fitted long before the held-out ones (the post: 0.01)
+    decay_all: bool = True  # decay biases and LayerNorm gains too (False: nanoGPT's rule; measured, no better)
     batch_size: int = 128
     max_epochs: int = 100
     plateau_factor: float = 0.5  # ReduceLROnPlateau on the validation loss, stepped once an epoch
@@ -349,6 +353,13 @@ class TicTacToeConfig:
             raise ValueError(f"positions must be 'graph' or 'cells', got {self.positions!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+
+    def train_options(self, steps_per_epoch: int) -> TrainOptions:
+        """Evaluated once an epoch: the plateau and early-stopping patiences count epochs."""
+        return TrainOptions(steps=self.max_epochs * steps_per_epoch, lr=self.lr, weight_decay=self.weight_decay,
+                            decay_all=self.decay_all,
+                            plateau=(self.plateau_factor, self.plateau_patience), eval_every=steps_per_epoch,
+                            monitor=self.monitor, patience=self.early_stopping, restore_best=True)
 
 
 # The post's four experiments (its exact-match accuracy beside each), trained its way: one
@@ -447,25 +458,29 @@ class TicTacToeNet(nn.Module):
         self.unembed = nn.Linear(d, 3)
         self.value = nn.Linear(d, 3)  # per cell: lose / draw / win if the player to move plays there
 
-    def forward(self, boards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(self, boards: torch.Tensor) -> tuple[torch.Tensor, ...]:
         tokens = as_seen_by_mover(boards) if self.config.relative else boards
         if self.config.positions == "graph":
             kind = self.kind(_TOKEN_KIND.to(boards.device))  # (17, d_model)
             cells = self.symbol(tokens) + kind[:9]  # (batch, 9, d_model)
-            x = self.drop(torch.cat([cells, kind[9:].expand(len(boards), -1, -1)], dim=1))  # (batch, 17, d_model)
-            bias = self.relation_bias[:, :, TOKEN_RELATIONS.to(boards.device)]  # (layer, head, 17, 17)
-            patterns = []
-            for layer, block in enumerate(self.blocks.blocks):
-                x, pattern = block(x, bias[layer][None])  # the bias is added to the attention scores
-                patterns.append(pattern)
-            x, patterns = self.blocks.ln_final(x)[:, :9], torch.stack(patterns, 1)  # (batch, 9, d_model), (batch, layer, head, 17, 17)
+            lines = kind[9:].expand(len(boards), -1, -1)  # (batch, 8, d_model)
+            x = self.drop(torch.cat([cells, lines], dim=1))  # (batch, 17, d)
+            rel = TOKEN_RELATIONS.to(boards.device)  # (17, 17)
+            bias = self.relation_bias[:, :, rel]  # (layer, head, 17, 17)
+            # each layer's bias is added to its attention scores; patterns:
+            # (batch, layer, head, 17, 17)
+            x, patterns = self.blocks(x, [b[None] for b in bias])
+            x = x[:, :9]  # (batch, 9, d_model): the cells answer
         else:
-            x = self.drop(self.symbol(tokens) + self.cell)  # (batch, 9, d_model)
-            x, patterns = self.blocks(x)  # (batch, 9, d_model), (batch, layer, head, 9, 9)
-        logits = self.unembed(x)  # (batch, 9, 3) over the same symbols as the input tokens
+            x = self.drop(self.symbol(tokens) + self.cell)  # (batch, 9, d)
+            # patterns: (batch, layer, head, 9, 9)
+            x, patterns = self.blocks(x)
+        # (batch, 9, 3), over the same symbols as the input tokens
+        logits = self.unembed(x)
         if self.config.relative:
-            # back to (empty, X, O): for O to move, "mine" is O and "theirs" is X
-            mover = torch.where((boards == X).sum(1) == (boards == O).sum(1), X, O)  # (batch,)
+            # back to (empty, X, O): for O to move, "mine" is O, "theirs" X
+            mover = torch.where((boards == X).sum(1) == (boards == O).sum(1),
+                                X, O)  # (batch,)
             swap = (mover == O)[:, None, None]  # (batch, 1, 1)
             logits = torch.where(swap, logits[..., [0, 2, 1]], logits)
         return logits, self.value(x), patterns
@@ -478,14 +493,15 @@ def check_boards_tensor(boards: torch.Tensor) -> None:
         raise ValueError(f"cells must be EMPTY={EMPTY}, X={X} or O={O}")
 
 
-def tictactoe_loss(model: TicTacToeNet, batch: Positions | tuple, kind: str | None = None) -> torch.Tensor:
+def tictactoe_loss(model: TicTacToeNet, batch: Positions | tuple,
+                   kind: str | None = None) -> torch.Tensor:
     """Cross-entropy over the 9 cells of the next board.
 
     "label" (the post's): the target is the one board after `best_move`.
     "any_optimal": the target is the set of optimal next boards; the loss is
-    -log P(the model's board is one of them), P of a board being the product of its cells'
-    probabilities. The model is then free to prefer any optimal move, instead of being
-    pushed toward one arbitrary choice among equals.
+    -log P(the model's board is one of them), P of a board being the product
+    of its cells' probabilities. The model is then free to prefer any optimal
+    move, instead of being pushed toward one arbitrary choice among equals.
     """
     pos = batch if isinstance(batch, Positions) else Positions(*batch)
     kind = kind or model.config.loss
@@ -493,15 +509,23 @@ def tictactoe_loss(model: TicTacToeNet, batch: Positions | tuple, kind: str | No
     logits, values, _ = model(pos.boards.to(device))
     aux = 0.0
     if model.config.value_weight:
-        aux = model.config.value_weight * F.cross_entropy(values.reshape(-1, 3), pos.outcome.to(device).reshape(-1), ignore_index=-100)
+        outcome = pos.outcome.to(device).reshape(-1)  # -100: a taken cell
+        aux = model.config.value_weight * F.cross_entropy(
+            values.reshape(-1, 3), outcome, ignore_index=-100)
     logp = F.log_softmax(logits, dim=-1)  # (batch, 9, 3)
     if kind == "label":
-        return F.nll_loss(logp.reshape(-1, 3), pos.label_boards.to(device).reshape(-1)) + aux
+        label = pos.label_boards.to(device).reshape(-1)  # (batch * 9,)
+        return F.nll_loss(logp.reshape(-1, 3), label) + aux
     targets = pos.targets.to(device)  # (batch, K, 9)
     k = targets.shape[1]
-    board_logp = logp[:, None].expand(-1, k, -1, -1).gather(3, targets[..., None]).squeeze(3).sum(2)  # (batch, K)
-    pad = torch.arange(k, device=device)[None] >= pos.n_optimal.to(device)[:, None]  # (batch, K)
-    return -torch.logsumexp(board_logp.masked_fill(pad, float("-inf")), dim=1).mean() + aux
+    # log P of each optimal next board: the sum of its cells' log P
+    per_cell = logp[:, None].expand(-1, k, -1, -1)  # (batch, K, 9, 3)
+    board_logp = per_cell.gather(3, targets[..., None]).squeeze(3).sum(2)
+    # (batch, K): True where a target only repeats the first, as padding
+    pad = (torch.arange(k, device=device)[None]
+           >= pos.n_optimal.to(device)[:, None])
+    board_logp = board_logp.masked_fill(pad, float("-inf"))  # (batch, K)
+    return -torch.logsumexp(board_logp, dim=1).mean() + aux
 
 
 @dataclasses.dataclass(frozen=True)
@@ -517,30 +541,19 @@ class Moves:
     move_prob: torch.Tensor
 
 
-@torch.no_grad()
-def cell_logp(model: TicTacToeNet, boards: torch.Tensor) -> torch.Tensor:
-    """(batch, 9, 3) log-probabilities of each cell's next symbol, on the CPU."""
-    logits, _, _ = model(boards.to(next(model.parameters()).device))
-    return F.log_softmax(logits.float(), dim=-1).cpu()
-
-
-@torch.no_grad()
 def model_moves(model: TicTacToeNet, boards: torch.Tensor, batch_size: int = 2048) -> Moves:
     check_boards_tensor(boards)
-    model.eval()
-    raws, moves, probs = [], [], []
-    for i in range(0, len(boards), batch_size):
-        b = boards[i : i + batch_size]
-        logp = cell_logp(model, b)  # (batch, 9, 3)
+
+    def moves(out, b):  # b: (batch, 9) boards on the model's device
+        logp = F.log_softmax(out[0].float(), dim=-1)  # (batch, 9, 3) each cell's next symbol
         mover = torch.where((b == X).sum(1) == (b == O).sum(1), X, O)  # (batch,)
         # log P(next board = board with a move at cell a) = sum over cells of log p(kept symbol),
         # with cell a's term swapped for log p(mover's symbol): rank moves by that swap
         gain = logp.gather(2, mover[:, None, None].expand(-1, 9, 1)).squeeze(2) - logp[..., EMPTY]  # (batch, 9)
         gain = gain.masked_fill(b != EMPTY, float("-inf"))
-        raws.append(logp.argmax(-1))
-        moves.append(gain.argmax(1))
-        probs.append(torch.softmax(gain, dim=1))
-    return Moves(torch.cat(raws), torch.cat(moves), torch.cat(probs))
+        return logp.argmax(-1), gain.argmax(1), torch.softmax(gain, dim=1)
+
+    return Moves(*infer(model, boards, batch_size=batch_size, keep=moves))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -609,23 +622,12 @@ def train_tictactoe(
             record["shortfall"] = (1 - val.optimal) * len(data.val) + (1 - train.optimal) * len(data.train) + min(val_loss, 1.0)
         return record
 
-    history = fit(
-        model,
-        minibatches(*tensors, batch_size=config.batch_size, generator=gen),
-        lambda m, b: tictactoe_loss(m, Positions(*b)),
-        steps=config.max_epochs * per_epoch,
-        lr=config.lr,
-        weight_decay=config.weight_decay,
-        plateau=(config.plateau_factor, config.plateau_patience),
-        eval_fn=evaluate,
-        eval_every=per_epoch,
-        monitor=config.monitor,
-        patience=config.early_stopping,
-        restore_best=True,
-        callback=stop_when(lambda r: config.stop_at_target and r["val_optimal"] == 1.0 and r["train_optimal"] == 1.0, callback),
-        device=device,
-        progress=progress,
-    )
+    def at_target(r):
+        return config.stop_at_target and r["val_optimal"] == 1.0 and r["train_optimal"] == 1.0
+
+    history = fit(model, minibatches(*tensors, batch_size=config.batch_size, generator=gen),
+                  lambda m, b: tictactoe_loss(m, Positions(*b)), config.train_options(per_epoch), eval_fn=evaluate,
+                  callback=stop_when(at_target, callback), device=device, progress=progress)
     return model, history
 
 
@@ -705,7 +707,6 @@ def kind_of(board: Sequence[int]) -> str:
     return "quiet"
 
 
-@torch.no_grad()
 def attention_profile(model: TicTacToeNet, boards: torch.Tensor) -> tuple[list[tuple], list[str]]:
     """Where each head of a "graph" model puts its attention, averaged over `boards`.
 
@@ -722,9 +723,7 @@ def attention_profile(model: TicTacToeNet, boards: torch.Tensor) -> tuple[list[t
     check_boards_tensor(boards)
     if model.config.positions != "graph":
         raise ValueError("attention_profile reads the relations of a positions='graph' model")
-    model.eval()
-    _, _, patterns = model(boards.to(next(model.parameters()).device))
-    p = patterns.float().cpu()  # (batch, layer, head, 17, 17)
+    p = infer(model, boards, keep=lambda out, _: out[2].float())  # (batch, layer, head, 17, 17)
     rel = TOKEN_RELATIONS[None]  # (1, 17, 17)
     mover = torch.where((boards == X).sum(1) == (boards == O).sum(1), X, O)[:, None]  # (batch, 1)
     hot = torch.tensor([[c in threats(b, X) or c in threats(b, O) for c in range(9)] for b in boards.tolist()])
@@ -780,18 +779,6 @@ def board_image(board: Sequence[int], cell: int = 15) -> np.ndarray:
     return img
 
 
-def attention_mosaic(patterns: torch.Tensor | np.ndarray) -> np.ndarray:
-    """(layers, heads, n, n) -> one 2-D array with the heads side by side and the layers
-    stacked, separated by NaN (drawn blank), so a whole model fits one animation panel."""
-    p = np.asarray(patterns.cpu() if hasattr(patterns, "cpu") else patterns, dtype=float)
-    n_layers, n_heads, n = p.shape[:3]
-    out = np.full((n_layers * (n + 1) - 1, n_heads * (n + 1) - 1), np.nan)
-    for r in range(n_layers):
-        for c in range(n_heads):
-            out[r * (n + 1) : r * (n + 1) + n, c * (n + 1) : c * (n + 1) + n] = p[r, c]
-    return out
-
-
 def game_frames(model: TicTacToeNet, side: int = X, opponent: Policy | None = None, cell: int = 15) -> tuple[np.ndarray, list[str]]:
     """A whole game, the model playing `side` against `opponent` (minimax's `best_move` by
     default), as frames for `toylib.plot.animate`: (moves + 1, 2, 3*cell, 3*cell), the
@@ -834,18 +821,21 @@ class Summary:
     random_o: Counter
     parameters: int
 
-    def rows(self, train_seconds: float, max_parameters: int = POST_SMALLEST, time_limit: float = 120.0) -> list[tuple[str, str, str, str]]:
-        """(measure, target, measured, met) for the chapter's summary table."""
-        yes = lambda ok: "yes" if ok else "NO"  # noqa: E731
+    def targets(self, train_seconds: float, max_parameters: int = POST_SMALLEST, time_limit: float = 120.0) -> list[Target]:
+        """The chapter's summary: the targets and what was measured."""
         pct = lambda x: f"{100 * x:.2f} %"  # noqa: E731
         games = lambda c: f"{c['loss']} lost of {sum(c.values()):,} ({c['win']:,} won)"  # noqa: E731
         return [
-            (f"optimal move, {self.test.n} held-out test positions", "100 %", pct(self.test.optimal), yes(self.test.optimal == 1)),
-            (f"optimal move, all {self.everything.n:,} open positions", "100 %", pct(self.everything.optimal), yes(self.everything.optimal == 1)),
-            ("exhaustive play as X, every reply", "0 lost", games(self.exhaustive_x), yes(self.exhaustive_x["loss"] == 0)),
-            ("exhaustive play as O, every reply", "0 lost", games(self.exhaustive_o), yes(self.exhaustive_o["loss"] == 0)),
-            ("parameters", f"<= {max_parameters:,} (the post's smallest)", f"{self.parameters:,}", yes(self.parameters <= max_parameters)),
-            ("training time", f"< {time_limit / 60:.0f} min", f"{train_seconds:.0f} s", yes(train_seconds < time_limit)),
+            Target(f"optimal move, {self.test.n} held-out test positions", "100 %", pct(self.test.optimal),
+                   self.test.optimal == 1),
+            Target(f"optimal move, all {self.everything.n:,} open positions", "100 %", pct(self.everything.optimal),
+                   self.everything.optimal == 1),
+            Target("exhaustive play as X, every reply", "0 lost", games(self.exhaustive_x), self.exhaustive_x["loss"] == 0),
+            Target("exhaustive play as O, every reply", "0 lost", games(self.exhaustive_o), self.exhaustive_o["loss"] == 0),
+            Target("parameters", f"<= {max_parameters:,} (the post's smallest)", f"{self.parameters:,}",
+                   self.parameters <= max_parameters),
+            Target("training time", f"< {time_limit / 60:.0f} min", f"{train_seconds:.0f} s", train_seconds < time_limit,
+                   machine=True),
         ]
 
     def detail_rows(self) -> list[tuple[str, str, str]]:
@@ -879,17 +869,28 @@ def summarise(model: TicTacToeNet, data: Dataset, random_games: int = 1000, seed
     )
 
 
+def benchmark(seed: int, device: torch.device | str | None = None, **changes) -> tuple[list[Target], float]:
+    """benchmarks/run.py: train the default model (with `changes` to its config) from `seed`,
+    on the chapter's split, and measure it against the chapter's targets (random games left
+    out: they have no target). Returns (targets, training seconds)."""
+    config = dataclasses.replace(TicTacToeConfig(seed=seed), **changes)
+    data = Dataset.build(config.split_seed)
+    model, history = train_tictactoe(config, data, device=device, progress=False)
+    return summarise(model.cpu(), data, random_games=0).targets(history.seconds), history.seconds
+
+
 # ----------------------------------------------------------------------------- for readers with a kernel
 
 
 def play_widget(model: TicTacToeNet):
     """A clickable board: you play one side, the model the other. Returns the widget (the
-    last expression of a cell displays it). Needs a running kernel (Jupyter, Colab); uses
-    only ipywidgets APIs present in both 7.7 (Colab) and 8."""
+    last expression of a cell displays it). Needs a running kernel (Jupyter, Colab)."""
     import ipywidgets as w
 
+    from toylib.widgets import BoardGrid
+
     policy = model_policy(model)
-    buttons = [w.Button(description=" ", layout=w.Layout(width="60px", height="60px")) for _ in range(9)]
+    board = BoardGrid(np.zeros((3, 3), int), style=lambda v: (SYMBOLS[v] if v else " ", None), cell_px=60)
     side = w.ToggleButtons(options=[("you play X", X), ("you play O", O)], value=X)
     new = w.Button(description="new game")
     status = w.HTML()
@@ -897,14 +898,16 @@ def play_widget(model: TicTacToeNet):
 
     def refresh():
         s = game["state"]
-        for i, b in enumerate(buttons):
-            b.description = SYMBOLS[s.board[i]] if s.board[i] else " "
-            b.disabled = s.is_terminal() or s.board[i] != EMPTY or s.current_player() != side.value
+        cells = np.array(s.board).reshape(3, 3)
+        board.set(cells)
+        your_turn = not s.is_terminal() and s.current_player() == side.value
+        board.enable((cells == EMPTY) & your_turn)
         if s.is_terminal():
-            w_ = s.winner()
-            status.value = "<b>draw</b>" if not w_ else f"<b>{SYMBOLS[w_]} wins</b> ({'you' if w_ == side.value else 'the model'})"
+            winner = s.winner()
+            who = "you" if winner == side.value else "the model"
+            status.value = "<b>draw</b>" if not winner else f"<b>{SYMBOLS[winner]} wins</b> ({who})"
         else:
-            status.value = "your move" if s.current_player() == side.value else "the model is thinking"
+            status.value = "your move" if your_turn else "the model is thinking"
 
     def model_turn():
         s = game["state"]
@@ -912,57 +915,56 @@ def play_widget(model: TicTacToeNet):
             game["state"] = s.apply_action(policy[s.board])
         refresh()
 
-    def click(i):
-        def handler(_):
-            game["state"] = game["state"].apply_action(i)
-            model_turn()
-
-        return handler
+    def click(row: int, col: int):
+        game["state"] = game["state"].apply_action(3 * row + col)
+        model_turn()
 
     def restart(_=None):
         game["state"] = TicTacToe()
         model_turn()
 
-    for i, b in enumerate(buttons):
-        b.on_click(click(i))
+    board.on_click = click
     new.on_click(restart)
     side.observe(lambda change: restart(), names="value")
     restart()
-    return w.VBox([w.HBox([side, new]), w.GridBox(buttons, layout=w.Layout(grid_template_columns="repeat(3, 64px)")), status])
+    return w.VBox([w.HBox([side, new]), board.widget, status])
 
 
 # ----------------------------------------------------------------------------- command line
 
 
-def main(argv: list[str] | None = None) -> Summary:
-    """Train the chapter's model from the command line, measure it, and optionally save it.
+def _train(config: TicTacToeConfig, device, progress: bool, args) -> tuple[TicTacToeNet, History, dict]:
+    data = Dataset.build(config.split_seed)
+    model, history = train_tictactoe(config, data, device=device, progress=progress)
+    return model, history, {"data": data}
 
-    python -m toylib.tictactoe --seed 0 --save t3.pt
-    """
-    p = argparse.ArgumentParser(prog="python -m toylib.tictactoe", description="A transformer learns to play tic-tac-toe.")
-    p.add_argument("--seed", type=int, default=TicTacToeConfig.seed, help="seed of weights and batch order (default %(default)s)")
-    p.add_argument("--split-seed", type=int, default=TicTacToeConfig.split_seed, help="which symmetry classes are held out (default %(default)s)")
-    p.add_argument("--post", type=int, choices=range(1, len(POST_CONFIGS) + 1), help="train the post's config 1, 2, 3 or 4, its way, instead")
-    add_run_arguments(p)
-    args = p.parse_args(argv)
-    if args.load:
-        model, config, extra = load_checkpoint(args.load, TicTacToeNet, TicTacToeConfig)
-        seconds = extra.get("train_seconds", float("nan"))
-    else:
-        base = list(POST_CONFIGS.values())[args.post - 1][0] if args.post else TicTacToeConfig()
-        config = dataclasses.replace(base, seed=args.seed, split_seed=args.split_seed)
-        model, history = train_tictactoe(config, device=args.device, progress=not args.quiet)
-        seconds = history.seconds
-        print(f"trained {history.steps} steps in {seconds:.1f} s ({history.stop_reason})")
-    t0 = time.perf_counter()
-    summary = summarise(model.cpu(), Dataset.build(config.split_seed))
-    print(format_table(summary.rows(seconds), ("measure", "target", "measured", "met")))
+
+def _measure(model: TicTacToeNet, config: TicTacToeConfig, seconds: float, info: dict, args) -> list[Target]:
+    from toylib.targets import format_table
+
+    summary = summarise(model.cpu(), info.get("data") or Dataset.build(config.split_seed))
     print(format_table(summary.detail_rows(), ("measure", "test positions", "all positions")))
-    print(f"(measured in {time.perf_counter() - t0:.0f} s)")
-    if args.save:
-        save_checkpoint(args.save, model.cpu(), config, train_seconds=seconds)
-        print(f"saved {args.save}")
-    return summary
+    return summary.targets(seconds)
+
+
+def _extra_arguments(p) -> None:
+    p.add_argument("--post", type=int, choices=range(1, len(POST_CONFIGS) + 1),
+                   help="train the post's config 1, 2, 3 or 4, its way, instead")
+
+
+def _base_config(args) -> TicTacToeConfig:
+    return list(POST_CONFIGS.values())[args.post - 1][0] if args.post else TicTacToeConfig()
+
+
+CHAPTER = cli.Chapter(
+    "tictactoe", "A transformer learns to play tic-tac-toe; measured on every position and in exhaustive play.",
+    TicTacToeConfig, TicTacToeNet, _train, _measure,
+    options=(cli.Option("--split-seed", "split_seed", "which symmetry classes are held out"),),
+    extra_arguments=_extra_arguments,
+    base_config=_base_config,
+)
+
+main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script
 
 
 if __name__ == "__main__":

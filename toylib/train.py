@@ -56,81 +56,103 @@ def lr_factor(schedule: str, step: int, total: int, warmup: int) -> float:
     raise ValueError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainOptions:
+    """How `fit` trains, as one value: a chapter's config builds it (`config.train_options()`)."""
+
+    steps: int  # at most this many batches
+    lr: float = 1e-3  # peak learning rate
+    weight_decay: float = 0.0
+    decay_all: bool = True  # decay biases and LayerNorm gains too; False: only matrices (nanoGPT's rule)
+    schedule: str = "constant"  # "constant" or "cosine", after `warmup` (see `lr_factor`)
+    warmup: int = 0  # steps of linear warm-up
+    plateau: tuple[float, int] | None = None  # (factor, patience): ReduceLROnPlateau on `monitor` instead
+    eval_every: int = 100  # steps between evaluations
+    monitor: str = "val_loss"  # the evaluation metric (lower is better) for plateau, patience and restore_best
+    patience: int | None = None  # early stopping after this many evaluations without a better `monitor`
+    restore_best: bool = False  # out of steps: restore the weights of the best `monitor`
+    grad_clip: float | None = None  # clip the gradient norm to this
+    optimizer: str = "adamw"  # or "sgd": plain SGD, no momentum, for ablations
+
+    def __post_init__(self):
+        if self.steps < 1 or self.eval_every < 1:
+            raise ValueError(f"steps and eval_every must be positive, got steps={self.steps}, eval_every={self.eval_every}")
+        if self.optimizer not in ("adamw", "sgd"):
+            raise ValueError(f"optimizer must be 'adamw' or 'sgd', got {self.optimizer!r}")
+        if self.schedule not in ("constant", "cosine"):
+            raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.schedule!r}")
+
+
+def param_groups(model: nn.Module, weight_decay: float, decay_all: bool = True) -> list[dict]:
+    """The optimiser's parameter groups: with decay_all, one group decayed by `weight_decay`;
+    without, only tensors of two or more dimensions (weight matrices, embeddings) are decayed,
+    and biases and LayerNorm gains are not (nanoGPT's rule)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    if decay_all:
+        return [{"params": params, "weight_decay": weight_decay}]
+    return [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+
+
 def fit(
     model: nn.Module,
     batches: Iterable[Batch],
     loss_fn: LossFn,
+    options: TrainOptions,
     *,
-    steps: int,
-    lr: float = 1e-3,
-    weight_decay: float = 0.0,
-    schedule: str = "constant",
-    warmup: int = 0,
-    plateau: tuple[float, int] | None = None,
     eval_fn: Callable[[nn.Module], dict[str, float]] | None = None,
-    eval_every: int = 100,
-    monitor: str = "val_loss",
-    patience: int | None = None,
-    restore_best: bool = False,
     callback: Callable[[int, nn.Module, History], bool | None] | None = None,
-    grad_clip: float | None = None,
-    optimizer: str = "adamw",
     device: torch.device | str | None = None,
     progress: bool = True,
 ) -> History:
-    """Train `model` with AdamW (or plain SGD) for at most `steps` batches drawn from `batches`.
+    """Train `model` for at most `options.steps` batches drawn from `batches`, as `options` says.
 
     loss_fn(model, batch) -> loss, or (loss, metrics); it moves the batch to the model's
         device itself, so batches can be built on the CPU.
-    schedule, warmup: learning rate per step (see `lr_factor`).
-    plateau=(factor, patience): instead of a schedule, multiply the learning rate by
-        `factor` when `monitor` has not improved for `patience` evaluations.
     eval_fn(model) -> metrics, run in eval mode under no_grad every `eval_every` steps and
         at the end; metrics are stored in the history.
-    patience: early stopping when `monitor` (lower is better) has not improved for that many
-        evaluations; the weights of the best evaluation are restored.
-    restore_best: when training runs out of steps, restore the weights of the evaluation
-        with the best `monitor`, so that a late loss spike is never the final model.
+    options.patience: early stopping when `monitor` (lower is better) has not improved for
+        that many evaluations; the weights of the best evaluation are restored.
+    options.restore_best: when training runs out of steps, restore the weights of the
+        evaluation with the best `monitor`, so that a late loss spike is never the final model.
     callback(step, model, history) runs after every evaluation (for attention snapshots,
         live plots); returning True stops training, e.g. once a target is reached.
-    optimizer: "adamw" (the default), or "sgd": plain stochastic gradient descent, no
-        momentum, for ablations that ask whether the optimiser matters.
     """
-    if steps < 1 or eval_every < 1:
-        raise ValueError(f"steps and eval_every must be positive, got steps={steps}, eval_every={eval_every}")
-    if optimizer not in ("adamw", "sgd"):
-        raise ValueError(f"optimizer must be 'adamw' or 'sgd', got {optimizer!r}")
+    o = options
     if device is not None:
         model.to(device)
-    if optimizer == "adamw":
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    groups = param_groups(model, o.weight_decay, o.decay_all)
+    if o.optimizer == "adamw":
+        opt = torch.optim.AdamW(groups, lr=o.lr)
     else:
-        opt = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=weight_decay)
-    if plateau is not None:
-        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=plateau[0], patience=plateau[1])
+        opt = torch.optim.SGD(groups, lr=o.lr)
+    if o.plateau is not None:
+        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=o.plateau[0], patience=o.plateau[1])
     else:
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(schedule, s, steps, warmup))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(o.schedule, s, o.steps, o.warmup))
     history, best, best_state, best_step, bad_evals = History(), math.inf, None, None, 0
     it: Iterator[Batch] = iter(batches)
-    bar = tqdm(total=steps, disable=not progress, mininterval=0.5, leave=True)
+    bar = tqdm(total=o.steps, disable=not progress, mininterval=0.5, leave=True)
     running, n_running, train_seconds = 0.0, 0, 0.0
-    for step in range(1, steps + 1):
+    for step in range(1, o.steps + 1):
         t0 = time.perf_counter()
         model.train()
         out = loss_fn(model, next(it))
         loss, metrics = out if isinstance(out, tuple) else (out, {})
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if grad_clip is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        if o.grad_clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), o.grad_clip)
         opt.step()
-        if plateau is None:
+        if o.plateau is None:
             sched.step()
         running += loss.item()  # .item() syncs a GPU, so the timing below is honest
         n_running += 1
         train_seconds += time.perf_counter() - t0
         bar.update(1)
-        if step % eval_every and step != steps:
+        if step % o.eval_every and step != o.steps:
             continue
         record = {"step": step, "seconds": train_seconds, "lr": opt.param_groups[0]["lr"], "loss": running / n_running}
         record.update({k: float(v) for k, v in metrics.items()})
@@ -142,24 +164,24 @@ def fit(
         history.records.append(record)
         history.seconds, history.steps = train_seconds, step
         bar.set_postfix({k: f"{v:.4g}" for k, v in record.items() if k not in ("step", "seconds", "lr")}, refresh=False)
-        if monitor in record:
-            value = record[monitor]
-            if plateau is not None:
+        if o.monitor in record:
+            value = record[o.monitor]
+            if o.plateau is not None:
                 sched.step(value)
             if value < best:
                 best, best_step, bad_evals = value, step, 0
-                if patience is not None or restore_best:
+                if o.patience is not None or o.restore_best:
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             else:
                 bad_evals += 1
-            if patience is not None and bad_evals >= patience:
+            if o.patience is not None and bad_evals >= o.patience:
                 history.stop_reason = "early_stopping"
                 break
         if callback is not None and callback(step, model, history):
             history.stop_reason = "callback"
             break
     bar.close()
-    restore = history.stop_reason == "early_stopping" or (restore_best and history.stop_reason == "steps")
+    restore = history.stop_reason == "early_stopping" or (o.restore_best and history.stop_reason == "steps")
     if restore and best_state is not None and best_step != history.steps:
         model.load_state_dict(best_state)
         history.restored_step = best_step
@@ -181,6 +203,29 @@ def stop_when(reached: Callable[[dict[str, float]], bool], then: Callback | None
         return stop
 
     return on_eval
+
+
+class Snapshots:
+    """A `fit` callback that keeps something of the model at every evaluation: an attention
+    pattern for an animation, say. `take(model)` runs in eval mode without gradients;
+    `title(step, history)` (optional) names each frame.
+
+    After training: `frames` (a list of what `take` returned), `steps`, `titles`."""
+
+    def __init__(self, take: Callable[[nn.Module], Any], title: Callable[[int, History], str] | None = None):
+        self.take, self.title = take, title
+        self.frames: list[Any] = []
+        self.steps: list[int] = []
+        self.titles: list[str] = []
+
+    def __call__(self, step: int, model: nn.Module, history: History) -> None:
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            self.frames.append(self.take(model))
+        model.train(was_training)
+        self.steps.append(step)
+        self.titles.append(self.title(step, history) if self.title else f"step {step:,}")
 
 
 def forever(make_batch: Callable[[], Batch]) -> Iterator[Batch]:
@@ -225,11 +270,3 @@ def load_checkpoint(path: str | Path, model_cls: type[nn.Module], config_cls: ty
     model = model_cls(config)
     model.load_state_dict(saved["state_dict"])
     return model.eval(), config, saved["extra"]
-
-
-def add_run_arguments(parser) -> None:
-    """The command-line options every chapter's `main` shares: --device, --save, --load, --quiet."""
-    parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best there is)")
-    parser.add_argument("--save", metavar="PATH", help="save the trained model here")
-    parser.add_argument("--load", metavar="PATH", help="measure a saved model instead of training one")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")

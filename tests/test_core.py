@@ -1,0 +1,224 @@
+"""The core pieces every chapter stands on: targets as data, batched inference, training
+options, attention snapshots, threads, the shared command line, the attention mosaic."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from toylib import cli
+from toylib.device import cpu_threads, setup
+from toylib.infer import infer, model_device
+from toylib.plot import attention_mosaic
+from toylib.targets import Target, all_met, format_table, missed, table
+from toylib.train import History, Snapshots, TrainOptions, fit, forever, param_groups
+
+# ----------------------------------------------------------------------------- targets
+
+
+def rows():
+    return [
+        Target("accuracy", "100 %", "100.00 %", True),
+        Target("attention, reported", "-", "97.1 %", None),
+        Target("loss", "< 0.1", "0.3", False),
+        Target("training time", "< 2 min", "75 s", True, machine=True),
+    ]
+
+
+def test_all_met_is_computed_from_the_booleans():
+    assert not all_met(rows()) and missed(rows()) == ["loss"]
+    fixed = [dataclasses.replace(t, met=True) if t.met is False else t for t in rows()]
+    assert all_met(fixed) and missed(fixed) == []
+    with pytest.raises(ValueError, match="no targets"):
+        all_met([])
+    with pytest.raises(ValueError, match="met must be"):
+        Target("x", "y", "z", "yes")  # a string is not a verdict
+
+
+def test_table_splits_machine_rows_from_the_rows_nbval_compares():
+    compared = table(rows())
+    assert compared.splitlines() == [
+        "measure              target  measured  met",
+        "-------------------  ------  --------  ---",
+        "accuracy             100 %   100.00 %  yes",
+        "attention, reported  -       97.1 %    -",
+        "loss                 < 0.1   0.3       NO",
+    ]
+    assert table(rows(), machine=True).splitlines()[2] == "training time  < 2 min  75 s      yes"
+    assert len(table(rows(), machine=None).splitlines()) == 2 + 4
+    with pytest.raises(ValueError, match="one per column"):
+        format_table([("a", "b")], ("one", "two", "three"))
+
+
+# ----------------------------------------------------------------------------- inference
+
+
+class Doubler(torch.nn.Module):
+    """Returns (2x, x summed over the last axis) and records the batch sizes it saw."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.tensor(2.0))
+        self.drop = torch.nn.Dropout(0.9)  # would scramble the output in train mode
+        self.sizes = []
+
+    def forward(self, x):
+        self.sizes.append(len(x))
+        assert not torch.is_grad_enabled()
+        return self.drop(x * self.scale), x.sum(-1)
+
+
+def test_infer_batches_in_eval_mode_without_gradients_and_restores_the_mode():
+    model = Doubler().train()
+    x = np.arange(20, dtype=np.float32).reshape(10, 2)
+    doubled, sums = infer(model, x, batch_size=4)
+    assert model.sizes == [4, 4, 2] and model.training
+    torch.testing.assert_close(doubled, torch.from_numpy(2 * x))  # dropout off
+    assert isinstance(sums, torch.Tensor) and sums.tolist() == x.sum(-1).tolist()
+    kept = infer(model, x, batch_size=3, keep=lambda out, batch: out[1] + batch[:, 0], numpy=True)
+    assert isinstance(kept, np.ndarray) and kept.tolist() == (x.sum(-1) + x[:, 0]).tolist()
+    assert model_device(model) == torch.device("cpu")
+    with pytest.raises(ValueError, match="first axis"):
+        infer(model, x, x[:3])
+    with pytest.raises(ValueError, match="empty"):
+        infer(model, x[:0])
+    with pytest.raises(ValueError, match="batch_size"):
+        infer(model, x, batch_size=0)
+
+
+# ----------------------------------------------------------------------------- training options
+
+
+class Affine(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+        self.norm = torch.nn.LayerNorm(2)
+
+    def forward(self, x):
+        return self.norm(self.lin(x))
+
+
+def test_weight_decay_spares_biases_and_gains_only_when_asked():
+    model = Affine()
+    everything = param_groups(model, 0.5)
+    assert len(everything) == 1 and everything[0]["weight_decay"] == 0.5 and len(everything[0]["params"]) == 4
+    decayed, spared = param_groups(model, 0.5, decay_all=False)
+    assert [p.shape for p in decayed["params"]] == [torch.Size([2, 3])] and decayed["weight_decay"] == 0.5
+    assert len(spared["params"]) == 3 and spared["weight_decay"] == 0.0
+    # with a zero gradient, AdamW's only change is the decay: the bias moves under decay_all, not otherwise
+    for decay_all, bias_moves in ((True, True), (False, False)):
+        torch.manual_seed(0)
+        m = Affine()
+        before = m.lin.bias.detach().clone()
+        opts = TrainOptions(steps=1, lr=0.1, weight_decay=0.5, decay_all=decay_all)
+        fit(m, forever(lambda: torch.zeros(1, 3)), lambda mod, b: 0 * mod(b).sum(), opts, progress=False)
+        assert (not torch.equal(m.lin.bias, before)) == bias_moves
+
+
+def test_train_options_refuse_bad_values():
+    with pytest.raises(ValueError, match="steps"):
+        TrainOptions(steps=0)
+    with pytest.raises(ValueError, match="schedule"):
+        TrainOptions(steps=5, schedule="linear")
+    with pytest.raises(ValueError, match="optimizer"):
+        TrainOptions(steps=5, optimizer="adam")
+
+
+def test_snapshots_keep_a_frame_per_evaluation_in_eval_mode():
+    torch.manual_seed(0)
+    model = Affine()
+    modes = []
+
+    def take(m):
+        modes.append(m.training)
+        return m.lin.weight.detach().clone()
+
+    snaps = Snapshots(take, title=lambda step, h: f"step {step}: loss {h.last['loss']:.3f}")
+    batches = forever(lambda: torch.randn(8, 3))
+    h = fit(model, batches, lambda m, b: m(b).pow(2).mean(), TrainOptions(steps=30, eval_every=10),
+            callback=snaps, progress=False)
+    assert snaps.steps == [10, 20, 30] == h.column("step") and modes == [False] * 3
+    assert not torch.equal(snaps.frames[0], snaps.frames[-1])  # the weights moved between frames
+    assert snaps.titles[0] == f"step 10: loss {h.records[0]['loss']:.3f}"
+    assert Snapshots(take).titles == [] and model.training
+
+
+def test_threads():
+    before = torch.get_num_threads()
+    with cpu_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    assert setup(threads=1, prefer="cpu") == torch.device("cpu") and torch.get_num_threads() == 1
+    with pytest.raises(ValueError, match="threads"):
+        setup(threads=0)
+    torch.set_num_threads(before)
+
+
+# ----------------------------------------------------------------------------- the command line
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyConfig:
+    width: int = 3
+    rate: float = 0.5
+    shuffle: bool = True
+    seed: int = 0
+
+
+class ToyModel(torch.nn.Module):
+    def __init__(self, config: ToyConfig):
+        super().__init__()
+        self.config = config
+        self.w = torch.nn.Parameter(torch.full((config.width,), float(config.seed)))
+
+
+def toy_chapter(calls):
+    def train(config, device, progress, args):
+        calls.append(("train", config, args.note))
+        return ToyModel(config), History(steps=7, seconds=1.5), {"data": "kept"}
+
+    def measure(model, config, seconds, info, args):
+        calls.append(("measure", model.w.sum().item(), seconds, info))
+        return [Target("width", "3", str(config.width), config.width == 3),
+                Target("time", "< 2 s", f"{seconds} s", seconds < 2, machine=True)]
+
+    return cli.Chapter(
+        name="toy", description="a toy", config_cls=ToyConfig, model_cls=ToyModel, train=train, measure=measure,
+        options=(cli.Option(("-w", "--width"), "width", "how wide"), cli.Option("--rate", "rate"),
+                 cli.Option("--shuffle", "shuffle")),
+        extra_arguments=lambda p: p.add_argument("--note", default="none"),
+    )
+
+
+def test_cli_trains_measures_saves_and_loads(tmp_path, capsys):
+    calls = []
+    path = tmp_path / "toy.pt"
+    targets = cli.run(["-w", "4", "--rate", "0.25", "--no-shuffle", "--seed", "2", "--note", "hi",
+                       "--save", str(path)], toy_chapter(calls))
+    assert calls[0] == ("train", ToyConfig(width=4, rate=0.25, shuffle=False, seed=2), "hi")
+    assert calls[1] == ("measure", 8.0, 1.5, {"data": "kept"})
+    assert [t.met for t in targets] == [False, True]
+    out = capsys.readouterr().out
+    assert "trained 7 steps in 1.5 s" in out and "targets missed: width" in out and path.exists()
+    calls.clear()
+    cli.run(["--load", str(path)], toy_chapter(calls))
+    assert calls == [("measure", 8.0, 1.5, {})]  # no training; the saved weights and time
+    assert "every target met" not in capsys.readouterr().out
+    # defaults come from the config; a bool option defaults to the config's value
+    cli.run([], toy_chapter(calls))
+    assert calls[-2][1] == ToyConfig()
+
+
+# ----------------------------------------------------------------------------- plotting
+
+
+def test_attention_mosaic_lays_heads_across_and_layers_down():
+    p = np.arange(2 * 3 * 2 * 2, dtype=float).reshape(2, 3, 2, 2)  # (layers, heads, q, k)
+    m = attention_mosaic(p)
+    assert m.shape == (2 * 3 - 1, 3 * 3 - 1)
+    np.testing.assert_array_equal(m[3:5, 6:8], p[1, 2])  # layer 1, head 2: bottom right
+    assert np.isnan(m[2]).all() and np.isnan(m[:, 2]).all()  # blank lines between
+    with pytest.raises(ValueError, match="layers, heads"):
+        attention_mosaic(np.zeros((3, 3)))
