@@ -39,7 +39,7 @@ def test_install_cell_names_the_repository_in_config(nb):
     assert installs == ['pip install -q "toylib @ git+{REPO}"'], installs
 
 
-COLUMN = 79  # characters of code that fit the page's column at the theme's default width
+COLUMN = 76  # characters of code that fit the page's column at the theme's default width (measured)
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)

@@ -14,7 +14,8 @@ Core modules, used by every chapter:
 - ``toylib.cli``       the command line every chapter shares: python -m toylib.<chapter>
 
 One module per chapter: ``toylib.life`` (Conway's Game of Life), ``toylib.sequences``
-(copy, reverse, rotate, filter), ``toylib.tictactoe`` (the game, minimax and its model).
+(copy, reverse, rotate, filter), ``toylib.tictactoe`` (the game, minimax and its model);
+``toylib.maze`` holds the coming maze chapter's world and data.
 """
 
 __version__ = "0.1.0"

@@ -282,7 +282,8 @@ class SingleAttentionNet(nn.Module):
             # (batch, cells, d), (batch, cells, cells)
             z, pattern = attention(q, k, v, self.may_attend)
         else:
-            pattern = self.pool.expand(len(grids), -1, -1)  # (batch, cells, cells)
+            # (batch, cells, cells)
+            pattern = self.pool.expand(len(grids), -1, -1)
             z = pattern @ v
         x = x + z  # residual: each cell keeps its own state beside what it read
         x = x + F.silu(x @ self.W_hidden)  # (batch, cells, d)

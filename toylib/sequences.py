@@ -92,7 +92,8 @@ def make_targets(task: str, x, threshold: int = 5) -> np.ndarray:
         raise ValueError(f"unknown task {task!r}; the tasks are {TASKS}")
     if task == "filter":
         if threshold < 1:
-            raise ValueError(f"filter needs threshold >= 1, got {threshold}")
+            raise ValueError(f"filter needs threshold >= 1, "
+                             f"got {threshold}")
         return np.where(x > threshold, EMPTY, x)
     return x[:, source_positions(task, x.shape[1])]
 
@@ -275,13 +276,14 @@ class SeqTransformer(nn.Module):
         """The MultiHeadAttention of one layer (its W_Q, W_K, W_V, W_O)."""
         return self.encoder.blocks[layer].attn if self.config.residual else self.layers[layer]
 
-    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if tokens.dim() != 2:
             raise ValueError(f"tokens must be (batch, pos), "
                              f"got shape {tuple(tokens.shape)}")
         c = self.config
         tokens = tokens.long()
-        x = embed(tokens, c.vocab, c.d_pos, c.positions)  # (batch, pos, d_model)
+        # (batch, pos, d_model)
+        x = embed(tokens, c.vocab, c.d_pos, c.positions)
         # in the weights' dtype: float64 too, for checking the NumPy twin
         x = x.to(self.readout.weight.dtype)
         if c.residual:
@@ -731,7 +733,8 @@ def gradient_check(queries: str = "position", seed: int = 0,
             numeric[name][idx] = (up - down) / (2 * eps)
     twin = SeqTransformer(cfg).double()
     twin.load_state_dict(model.torch_state_dict(torch.float64))
-    sequence_loss(twin, (torch.from_numpy(x), torch.from_numpy(y))).backward()
+    batch = (torch.from_numpy(x), torch.from_numpy(y))
+    sequence_loss(twin, batch).backward()
     autograd = {}
     for ours, theirs in NumpyTransformer.TORCH_NAMES.items():
         layer = dict(twin.named_parameters())

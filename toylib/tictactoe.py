@@ -136,10 +136,10 @@ def minimax(board: Board) -> int:
     post's tie-break.
 
     A finished game scores 0 for a draw; a loss scores -(1 + empty cells
-    left), so that a win taken sooner (more cells left) scores higher for the
-    winner and a loss put off longer scores higher for the loser.
-    sign(score) is the game's value: +1 the player to move can force a win,
-    0 a draw, -1 a loss.
+    left), so that a win taken sooner (more cells left) scores higher for
+    the winner and a loss put off longer scores higher for the loser.
+    sign(score) is the game's value: +1 the player to move can force a
+    win, 0 a draw, -1 a loss.
     """
     if line_winner(board) != EMPTY:
         return -(1 + board.count(EMPTY))  # the previous player just won
@@ -499,9 +499,10 @@ def tictactoe_loss(model: TicTacToeNet, batch: Positions | tuple,
 
     "label" (the post's): the target is the one board after `best_move`.
     "any_optimal": the target is the set of optimal next boards; the loss is
-    -log P(the model's board is one of them), P of a board being the product
-    of its cells' probabilities. The model is then free to prefer any optimal
-    move, instead of being pushed toward one arbitrary choice among equals.
+    -log P(the model's board is one of them), P of a board being the
+    product of its cells' probabilities. The model is then free to prefer
+    any optimal move, instead of being pushed toward one arbitrary choice
+    among equals.
     """
     pos = batch if isinstance(batch, Positions) else Positions(*batch)
     kind = kind or model.config.loss

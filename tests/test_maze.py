@@ -1,0 +1,352 @@
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from toylib.maze import (
+    DOWN,
+    LEFT,
+    RIGHT,
+    START,
+    STOP,
+    UP,
+    Layout,
+    MazeState,
+    check_moves,
+    check_solution,
+    draw_maze,
+    exits,
+    from_pixels,
+    grid_shape,
+    make_mazes,
+    make_splits,
+    maze_key,
+    open_path,
+    random_maze,
+    random_walk,
+    shortest_path,
+    to_pixels,
+)
+
+# The pixels of each arm written out by hand (not read from the module), UP, RIGHT, DOWN, LEFT.
+ARMS_BY_HAND = (((0, 2), (1, 2)), ((2, 3), (2, 4)), ((3, 2), (4, 2)), ((2, 0), (2, 1)))
+CORNERS = [(i, j) for i in range(5) for j in range(5) if i != 2 and j != 2]
+
+
+def carved(shape, start, moves, extra=()):
+    """A maze (pixels) whose only open arms are along `moves` from `start`, and along each
+    (start, moves) in `extra`; it ends where `moves` ends."""
+    arms, end = open_path(np.zeros((*shape, 4), bool), start, moves)
+    for s, m in extra:
+        arms, _ = open_path(arms, s, m)
+    return to_pixels(arms, start, end)
+
+
+# A 3x3 ring round a closed centre tile, start at the top-left, end at the top-right: the
+# long way round is 6 moves, the top row 2.
+RING = carved((3, 3), (0, 0), [DOWN, DOWN, RIGHT, RIGHT, UP, UP], extra=[((0, 0), [RIGHT, RIGHT])])
+
+
+# ----------------------------------------------------------------------------- tiles
+
+
+def test_a_small_maze_drawn_by_hand():
+    arms = np.zeros((1, 2, 4), bool)
+    arms[0, 0, 1] = True  # start: right
+    arms[0, 1, [0, 3]] = True  # end: up and left
+    expected = np.array([
+        [0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
+        [0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
+        [0, 0, 2, 1, 1, 1, 1, 3, 0, 0],
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+    ])
+    np.testing.assert_array_equal(to_pixels(arms, (0, 0), (0, 1)), expected)
+    layout = from_pixels(expected)
+    np.testing.assert_array_equal(layout.arms, arms)
+    assert (layout.start, layout.end) == ((0, 0), (0, 1))
+    assert shortest_path(expected) == [RIGHT]
+
+
+def test_a_tile_without_arms_is_solid_wall_and_marks_sit_on_centres():
+    arms = np.zeros((2, 2, 4), bool)
+    p = to_pixels(arms, (1, 1), (0, 0))
+    assert p[5:, :5].sum() == 0 and p[:5, 5:].sum() == 0
+    assert p[2, 2] == 3 and p[7, 7] == 2 and np.count_nonzero(p) == 2
+
+
+def test_pixels_and_arms_round_trip():
+    rng = np.random.default_rng(3)
+    for shape in [(2, 2), (4, 6), (7, 3)]:
+        arms = rng.random((*shape, 4)) < 0.5
+        p = to_pixels(arms, (0, 0), (shape[0] - 1, shape[1] - 1))
+        assert p.shape == (shape[0] * 5, shape[1] * 5)
+        back = from_pixels(p)
+        np.testing.assert_array_equal(back.arms, arms)
+        assert back.start == (0, 0) and back.end == (shape[0] - 1, shape[1] - 1)
+
+
+# ----------------------------------------------------------------------------- moves and BFS
+
+
+@pytest.mark.parametrize("shape, arm, facing", [((1, 2), 1, 3), ((2, 1), 2, 0)])  # side by side, one above the other
+def test_tiles_connect_only_when_both_facing_arms_are_open(shape, arm, facing):
+    arms = np.zeros((*shape, 4), bool)
+    first, second = (0, 0), (shape[0] - 1, shape[1] - 1)
+    arms[(*first, arm)] = True  # an open arm meeting a closed one
+    assert not exits(arms).any()
+    arms[(*second, facing)] = True
+    e = exits(arms)
+    assert e[(*first, arm)] and e[(*second, facing)] and e.sum() == 2
+    arms[:] = True  # arms pointing off the grid lead nowhere
+    assert exits(arms).sum() == 2
+
+
+def test_bfs_on_a_corridor():
+    corridor = carved((2, 4), (1, 0), [RIGHT, RIGHT, RIGHT, UP])
+    assert shortest_path(corridor) == [RIGHT, RIGHT, RIGHT, UP]
+    state = MazeState.start_of(corridor)
+    assert state.legal_actions() == [RIGHT]
+    assert state.apply_action(RIGHT).tile == (1, 1)
+    with pytest.raises(ValueError, match="not possible"):
+        state.apply_action(UP)
+
+
+def test_bfs_takes_the_short_way_round_a_loop():
+    assert shortest_path(RING) == [RIGHT, RIGHT]
+    # close the top row's middle arm: only the long way is left
+    arms, start, end = from_pixels(RING)
+    arms = arms.copy()
+    arms[0, 1, 3] = False
+    assert shortest_path(to_pixels(arms, start, end)) == [DOWN, DOWN, RIGHT, RIGHT, UP, UP]
+
+
+def test_an_unreachable_end_has_no_path():
+    split = carved((2, 3), (0, 0), [DOWN], extra=[((0, 2), [DOWN])])
+    arms, _, _ = from_pixels(split)
+    maze = to_pixels(arms, (0, 0), (1, 2))
+    assert shortest_path(maze) is None
+    c = check_solution(maze, [START, DOWN, STOP])
+    assert c.shortest is None and not c.reached and not c.solved and c.first_invalid is None
+
+
+# ----------------------------------------------------------------------------- judging a solution
+
+
+@pytest.mark.parametrize(
+    "moves, first_invalid, reached, stopped, length, solved, optimal",
+    [
+        ([START, RIGHT, RIGHT, STOP], None, True, True, 2, True, True),
+        ([RIGHT, RIGHT, STOP], None, True, True, 2, True, True),  # START is optional
+        ([START, DOWN, DOWN, RIGHT, RIGHT, UP, UP, STOP], None, True, True, 6, True, False),  # the long way
+        ([START, RIGHT, DOWN, RIGHT, STOP], 2, False, False, 1, False, False),  # into the closed centre
+        ([START, UP], 1, False, False, 0, False, False),  # off the grid
+        ([START, RIGHT, RIGHT], None, True, False, 2, False, False),  # no STOP
+        ([START, RIGHT, RIGHT, STOP, LEFT], 4, True, True, 2, False, False),  # a move after STOP
+        ([START, RIGHT, RIGHT, LEFT, STOP], None, True, False, 3, False, False),  # past the end, STOP elsewhere
+        ([START, RIGHT, START, RIGHT, STOP], 2, False, False, 1, False, False),  # START again
+        ([START, STOP], None, False, False, 0, False, False),
+    ],
+)
+def test_check_solution(moves, first_invalid, reached, stopped, length, solved, optimal):
+    c = check_solution(RING, moves)
+    assert c.first_invalid == first_invalid
+    assert (c.reached, c.stopped_at_end, c.length) == (reached, stopped, length)
+    assert (c.solved, c.optimal) == (solved, optimal)
+    assert c.shortest == 2 and c.tiles[0] == (0, 0)
+
+
+# ----------------------------------------------------------------------------- the generator
+
+
+def check_generated(maze, solution, shape, longest):
+    """Every invariant of a generated maze and its stored solution."""
+    rows, cols = shape
+    assert maze.shape == (rows * 5, cols * 5)
+    assert (maze == 2).sum() == 1 and (maze == 3).sum() == 1
+    arms, start, end = from_pixels(maze)
+    for r in range(rows):
+        for c in range(cols):
+            tile = maze[5 * r : 5 * r + 5, 5 * c : 5 * c + 5]
+            assert all(tile[p] == 0 for p in CORNERS)
+            for k, pixels in enumerate(ARMS_BY_HAND):
+                assert all(tile[p] == arms[r, c, k] for p in pixels)
+            assert tile[2, 2] == (2 if (r, c) == start else 3 if (r, c) == end else arms[r, c].any())
+    assert solution[0] == START and solution[-1] == STOP
+    assert all(m in (UP, RIGHT, DOWN, LEFT) for m in solution[1:-1])
+    check = check_solution(maze, solution)
+    assert check.optimal, (check, solution)
+    # each move runs along open pixels from one tile's centre to the next one's
+    for (r0, c0), (r1, c1) in zip(check.tiles, check.tiles[1:]):
+        assert abs(r1 - r0) + abs(c1 - c0) == 1
+        line = maze[5 * min(r0, r1) + 2 : 5 * max(r0, r1) + 3, 5 * min(c0, c1) + 2 : 5 * max(c0, c1) + 3]
+        assert line.size == 6 and line.all()
+    assert check.tiles[-1] == end and 1 <= check.length <= longest
+    return check
+
+
+def test_generated_mazes_keep_every_invariant():
+    rng = np.random.default_rng(0)
+    lengths = [check_generated(*random_maze(rng), (5, 5), 18).length for _ in range(300)]
+    assert min(lengths) == 1 and max(lengths) >= 12  # short and long solutions both turn up
+
+
+def test_generated_8x8_and_rectangular_mazes_are_valid():
+    rng = np.random.default_rng(1)
+    for size, shape in [(8, (8, 8)), ((3, 7), (3, 7)), ((1, 2), (1, 2))]:
+        for _ in range(30):
+            check_generated(*random_maze(rng, size, path_lengths=(2, 40)), shape, 40)
+
+
+def test_without_random_arms_the_maze_is_the_walk():
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        maze, solution = random_maze(rng, p_arm=0.0)
+        arms, _, _ = from_pixels(maze)
+        n_moves = len(solution) - 2
+        assert arms.sum() == 2 * n_moves  # each step opens two facing arms, and nothing else is open
+        assert arms.any(-1).sum() == n_moves + 1  # a self-avoiding walk visits a new tile every step
+
+
+def test_a_shorter_path_replaces_the_walk():
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        maze, solution = random_maze(rng, p_arm=1.0, path_lengths=(10, 18))
+        arms, start, end = from_pixels(maze)
+        assert arms.all()  # every arm open: the shortest path is the Manhattan distance
+        assert len(solution) - 2 == abs(start[0] - end[0]) + abs(start[1] - end[1])
+
+
+def test_walks_avoid_themselves_and_stop_when_stuck():
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        start, moves = random_walk(rng, (2, 2), 10)
+        assert len(moves) == 3  # on 2x2 every walk visits all 4 tiles, then is stuck
+        arms, end = open_path(np.zeros((2, 2, 4), bool), start, moves)
+        assert arms.any(-1).all() and end != start
+
+
+def test_the_same_seed_gives_the_same_mazes():
+    a = [random_maze(np.random.default_rng(7)) for _ in range(2)]
+    np.testing.assert_array_equal(a[0].maze, a[1].maze)
+    assert a[0].solution == a[1].solution
+    s1, s2 = make_splits(60, 10, 10, seed=3), make_splits(60, 10, 10, seed=3)
+    for name in s1:
+        np.testing.assert_array_equal(s1[name].mazes, s2[name].mazes)
+        assert s1[name].solutions == s2[name].solutions
+    other = make_splits(60, 10, 10, seed=4)
+    assert not np.array_equal(other["test"].mazes, s1["test"].mazes)
+    # the test and validation sets do not depend on the size of the training set
+    bigger = make_splits(80, 10, 10, seed=3)
+    np.testing.assert_array_equal(bigger["test"].mazes, s1["test"].mazes)
+    np.testing.assert_array_equal(bigger["val"].mazes, s1["val"].mazes)
+
+
+# ----------------------------------------------------------------------------- data sets
+
+
+def test_splits_have_the_requested_sizes_and_share_no_maze():
+    splits = make_splits(300, 40, 50, seed=0)
+    assert {k: len(v) for k, v in splits.items()} == {"train": 300, "val": 40, "test": 50}
+    keys = {k: [maze_key(m) for m in v.mazes] for k, v in splits.items()}
+    assert all(len(set(ks)) == len(ks) for ks in keys.values())
+    assert not set(keys["train"]) & set(keys["val"]) and not set(keys["train"]) & set(keys["test"])
+    assert not set(keys["val"]) & set(keys["test"])
+    assert splits["train"].keys() == set(keys["train"])
+    maze, solution = splits["val"][3]
+    assert check_solution(maze, solution).optimal
+
+
+def test_duplicates_are_dropped_where_mazes_repeat():
+    # every arm open on 2x2: only the start and end differ, so there are exactly 4 * 3 mazes
+    splits = make_splits(6, 3, 3, size=2, p_arm=1.0, seed=0)
+    keys = [maze_key(m) for s in splits.values() for m in s.mazes]
+    assert len(keys) == len(set(keys)) == 12
+    with pytest.raises(RuntimeError, match="found only 6 of 7"):
+        make_splits(7, 3, 3, size=2, p_arm=1.0, seed=0)
+
+
+def test_test_sets_at_other_sizes_and_with_longer_paths():
+    train = make_splits(50, 5, 5, seed=0)["train"]
+    big = make_mazes(10, size=8, seed=1, path_lengths=(19, 40), min_moves=19, exclude=train.keys())
+    assert big.mazes.shape == (10, 40, 40)
+    for maze, solution in zip(big.mazes, big.solutions):
+        assert check_generated(maze, solution, (8, 8), 40).length >= 19
+    # the same seed draws the same mazes again, unless they are excluded
+    test = make_splits(0, 0, 50, seed=0)["test"]
+    np.testing.assert_array_equal(make_mazes(50, seed=0).mazes, test.mazes)
+    assert not make_mazes(50, seed=0, exclude=test.keys()).keys() & test.keys()
+
+
+def test_draw_maze_draws_pixels_and_the_path():
+    maze, solution = random_maze(np.random.default_rng(0))
+    fig, ax = plt.subplots()
+    draw_maze(ax, maze, solution)
+    np.testing.assert_array_equal(ax.images[0].get_array(), maze)
+    assert len(ax.lines) == 1 and len(ax.lines[0].get_xdata()) == len(solution) - 1
+    ax.clear()
+    draw_maze(ax, RING, [START, RIGHT, DOWN])  # the invalid move gets a cross on the wall
+    assert len(ax.lines) == 2
+    assert (ax.lines[1].get_xdata()[0], ax.lines[1].get_ydata()[0]) == (7, 4.5)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def replaced(p, where, value):
+    p = p.astype(int)
+    p[where] = value
+    return p
+
+
+@pytest.mark.parametrize(
+    "maze, message",
+    [
+        (replaced(RING, (2, 2), 1), "exactly one start .* found 0"),
+        (replaced(RING, (7, 7), 2), "exactly one start .* found 2, in tiles \\[\\(0, 0\\), \\(1, 1\\)\\]"),
+        (replaced(RING, (2, 7), 3), "exactly one end .* found 2"),
+        (replaced(replaced(RING, (2, 2), 1), (2, 3), 2), "centre pixel"),
+        (RING[:, :14], "multiples of 5"),
+        (RING[:, :-1], "multiples of 5"),
+        (RING.ravel(), "2-D"),
+        (replaced(RING, (0, 0), 4), "found \\[4\\]"),
+        (replaced(RING, (0, 0), -1), "found \\[-1\\]"),
+        (RING.astype(float) + 0.5, "found"),
+        (replaced(RING, (0, 0), 1), "tile \\(0, 0\\) is not a drawn tile: its pixel \\(0, 0\\)"),
+        (replaced(RING, (12, 9), 0), "tile \\(2, 1\\) is not a drawn tile"),  # half an arm
+        (RING[:5, :5], "at least 2 tiles"),
+    ],
+)
+def test_bad_mazes_are_refused(maze, message):
+    with pytest.raises(ValueError, match=message):
+        from_pixels(maze)
+    with pytest.raises(ValueError, match=message):
+        check_solution(maze, [START, STOP])
+
+
+def test_bad_moves_and_parameters_are_refused():
+    for moves in ([START, 6], [-1], [1.5], ["UP"], [[1, 2]]):
+        with pytest.raises(ValueError, match="moves"):
+            check_moves(moves)
+        with pytest.raises(ValueError, match="moves"):
+            check_solution(RING, moves)
+    assert check_moves(np.array([5, 1, 0])) == [START, UP, STOP]
+    with pytest.raises(ValueError, match="leaves the grid"):
+        open_path(np.zeros((2, 2, 4), bool), (0, 0), [UP])
+    with pytest.raises(ValueError, match="different tiles"):
+        to_pixels(np.zeros((2, 2, 4), bool), (0, 0), (0, 0))
+    with pytest.raises(ValueError, match="outside"):
+        to_pixels(np.zeros((2, 2, 4), bool), (0, 0), (2, 0))
+    for size in (1, 0, (2, 2, 2), 2.5, (1, 1)):
+        with pytest.raises(ValueError, match="at least 2"):
+            grid_shape(size)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="path_lengths"):
+        random_maze(rng, path_lengths=(0, 5))
+    with pytest.raises(ValueError, match="path_lengths"):
+        random_maze(rng, path_lengths=(6, 5))
+    with pytest.raises(ValueError, match="probability"):
+        random_maze(rng, p_arm=1.5)
+    with pytest.raises(ValueError, match="min_moves"):
+        make_mazes(5, min_moves=19)
+    assert isinstance(from_pixels(RING), Layout)
