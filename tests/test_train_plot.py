@@ -7,8 +7,7 @@ import torch
 from toylib.device import pick_device, seed_everything
 from toylib.plot import animate, attention_grid, save_gif, training_curves
 from toylib.train import (
-    History, Snapshots, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatches, param_groups,
-    save_checkpoint,
+    History, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatches, save_checkpoint,
 )
 
 
