@@ -5,8 +5,8 @@
     python benchmarks/run.py --chapters tictactoe     # some chapters only (comma-separated)
     python benchmarks/run.py --chapters life --set grid_size=16   # a config field changed
 
-For each seed, the chapter's `benchmark(seed)` trains its default model and measures it
-against the chapter's targets, exactly as the chapter's summary does (on data the model
+For each seed, `toylib.cli.benchmark` trains the chapter's default model and measures it
+against the chapter's targets (sequences: `sequences.benchmark`, the chapter's whole suite), exactly as the chapter's summary does (on data the model
 never trained on). A seed "meets every target" when no target is missed; that verdict is
 computed from the targets, never read back from printed text. Each run uses one CPU
 thread, as the chapters do. Not a test: it takes a while, and its times belong to the
@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from toylib import life, sequences, tictactoe
+from toylib import cli, life, sequences, tictactoe
 from toylib.device import setup
 from toylib.targets import all_met, format_table, missed
 
@@ -69,8 +69,10 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
         print()
         print(format_table([], HEADER))
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            kwargs = changes if name != "sequences" else {}
-            targets, seconds = CHAPTERS[name].benchmark(seed, device=device, **kwargs)
+            if name == "sequences":  # its benchmark is the chapter's whole suite of tasks and lengths
+                targets, seconds = sequences.benchmark(seed, device=device)
+            else:
+                targets, seconds = cli.benchmark(CHAPTERS[name].CHAPTER, seed, device=device, **changes)
             ok.append(all_met(targets))
             times.append(seconds)
             rows.append((name, seed, f"{seconds:.0f}", "yes" if ok[-1] else "no", "; ".join(missed(targets)) or "-"))

@@ -222,3 +222,15 @@ def test_attention_mosaic_lays_heads_across_and_layers_down():
     assert np.isnan(m[2]).all() and np.isnan(m[:, 2]).all()  # blank lines between
     with pytest.raises(ValueError, match="layers, heads"):
         attention_mosaic(np.zeros((3, 3)))
+
+
+def test_cli_benchmark_trains_and_measures_a_chapter_reproducibly():
+    from toylib import cli, life
+
+    runs = [cli.benchmark(life.CHAPTER, seed=3, device="cpu", grid_size=6, d_model=8, steps=40) for _ in range(2)]
+    (targets, seconds), (again, _) = runs
+    assert targets[0].measure == "exact next state, 10,000 unseen grids" and seconds > 0
+    assert [t.measure for t in targets if t.machine] == ["training time"]
+    assert [t.measured for t in targets if not t.machine] == [t.measured for t in again if not t.machine]
+    with pytest.raises(TypeError):  # a field the config does not have
+        cli.benchmark(life.CHAPTER, seed=0, device="cpu", no_such_field=1)

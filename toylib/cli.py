@@ -50,7 +50,6 @@ class Chapter:
     options: Sequence[Option] = ()
     extra_arguments: Callable[[argparse.ArgumentParser], None] | None = None  # options that are not config fields
     base_config: Callable[[argparse.Namespace], Any] | None = None  # the config the options change (default: config_cls())
-    after: Callable[..., None] | None = None  # after(model, config, args): figures, say
 
 
 def parser(chapter: Chapter) -> argparse.ArgumentParser:
@@ -99,9 +98,16 @@ def run(argv: Sequence[str] | None, chapter: Chapter) -> list[Target]:
     if args.save:
         save_checkpoint(args.save, model.cpu(), config, train_seconds=seconds)
         print(f"saved {args.save}")
-    if chapter.after is not None:
-        chapter.after(model, config, args)
     return targets
+
+
+def benchmark(chapter: Chapter, seed: int, device=None, **changes) -> tuple[list[Target], float]:
+    """Train the chapter's default model (with `changes` to its config) from `seed` and measure
+    it as its command line does, for benchmarks/run.py: (targets, training seconds). The
+    chapter's train and measure get args=None, and skip what has no target."""
+    config = dataclasses.replace(chapter.config_cls(seed=seed), **changes)
+    model, history, info = chapter.train(config, device, False, None)
+    return chapter.measure(model, config, history.seconds, info, None), history.seconds
 
 
 def entry_point(chapter: Chapter) -> Callable[[Sequence[str] | None], list[Target]]:

@@ -23,7 +23,7 @@ from toylib import cli
 from toylib.attention import attention
 from toylib.device import pick_device, seed_everything
 from toylib.infer import infer
-from toylib.targets import Target
+from toylib.targets import Target, pct
 from toylib.train import History, TrainOptions, fit, forever, stop_when
 
 # The 8 offsets (row, column) of a cell's neighbours.
@@ -445,7 +445,6 @@ class Summary:
 
     def targets(self, train_seconds: float, grid_size: int, time_limit: float = 300.0) -> list[Target]:
         """The chapter's summary: the targets and what was measured."""
-        pct = lambda x: f"{100 * x:.2f} %"  # noqa: E731
         return [
             Target(f"exact next state, {self.test_grids:,} unseen grids", "100 %", pct(self.test_exact),
                    self.test_exact == 1),
@@ -488,14 +487,6 @@ def summarise(
     )
 
 
-def benchmark(seed: int, device: torch.device | str | None = None, **changes) -> tuple[list[Target], float]:
-    """benchmarks/run.py: train the default model (with `changes` to its config) from `seed`
-    and measure it against the chapter's targets. Returns (targets, training seconds)."""
-    config = dataclasses.replace(LifeConfig(seed=seed), **changes)
-    model, history, seen = train_life(config, device=device, progress=False)
-    return summarise(model, seen).targets(history.seconds, config.grid_size), history.seconds
-
-
 # ----------------------------------------------------------------------------- for readers with a kernel
 
 
@@ -504,8 +495,9 @@ def life_widget(model: SingleAttentionNet):
     the model beside the true rule; returns the widget (the last expression of a cell
     displays it). Needs a running kernel (Jupyter, Colab)."""
     import ipywidgets as w
-    import matplotlib.pyplot as plt
+    from IPython.display import display
 
+    from toylib.plot import animate, show_animation
     from toylib.widgets import BoardGrid
 
     size = model.config.grid_size
@@ -526,21 +518,12 @@ def life_widget(model: SingleAttentionNet):
     def on_go(_):
         g = board.values.astype(np.uint8)
         ours, truth = model_run(model, g, steps.value), life_run(g, steps.value)
+        wrong = (ours != truth).reshape(len(ours), -1).sum(1)  # cells that differ, per step
+        anim = animate(np.stack([ours, truth], 1), panel_titles=("the model", "the rule"), cmap="Greys",
+                       frame_titles=[f"step {t}: {n} cells differ" for t, n in enumerate(wrong)])
         with out:
             out.clear_output(wait=True)
-            fig, axes = plt.subplots(2, steps.value + 1, figsize=(1.1 * (steps.value + 1), 2.6), squeeze=False)
-            for t in range(steps.value + 1):
-                for row, (name, run) in enumerate((("model", ours), ("rule", truth))):
-                    ax = axes[row, t]
-                    ax.imshow(run[t], cmap="Greys", vmin=0, vmax=1, interpolation="nearest")
-                    ax.set_xticks([])
-                    ax.set_yticks([])
-                    ax.set_title(f"{t}" if row == 0 else "", fontsize=8)
-                    if t == 0:
-                        ax.set_ylabel(name)
-            wrong = int((ours != truth).sum())
-            fig.suptitle(f"the model's game (top) and the rule's (bottom): {wrong} cells differ", fontsize=9)
-            plt.show()
+            display(show_animation(anim))
         board.set(ours[-1])
 
     choose.observe(on_choose, names="value")

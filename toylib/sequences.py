@@ -27,7 +27,6 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -38,7 +37,7 @@ from toylib import cli
 from toylib.attention import Encoder, MultiHeadAttention, sinusoidal_positions
 from toylib.device import pick_device, seed_everything
 from toylib.infer import infer
-from toylib.targets import Target
+from toylib.targets import Target, pct
 from toylib.train import History, TrainOptions, fit, forever, stop_when
 
 TASKS = ("copy", "reverse", "rotate", "filter")
@@ -129,10 +128,9 @@ def sequence_hash(x) -> np.ndarray:
     for column in x.T.astype(np.uint64):  # FNV-1a over the symbols; uint64 arithmetic wraps
         h = (h ^ column) * _FNV_PRIME
     # splitmix64's finaliser, so that h % SPLIT_MOD depends on every bit
-    h ^= h >> np.uint64(30)
-    h *= np.uint64(0xBF58476D1CE4E5B9)
-    h ^= h >> np.uint64(27)
-    h *= np.uint64(0x94D049BB133111EB)
+    for shift, multiplier in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+        h ^= h >> np.uint64(shift)
+        h *= np.uint64(multiplier)
     h ^= h >> np.uint64(31)
     return h
 
@@ -149,10 +147,7 @@ def in_split(x, split: str) -> np.ndarray:
     """(n,) bool: which sequences belong to `split`."""
     if split not in ("train", "val", "test"):
         raise ValueError(f"split must be 'train', 'val' or 'test', got {split!r}")
-    r = sequence_hash(x) % np.uint64(SPLIT_MOD)
-    if split == "train":
-        return r >= np.uint64(2)
-    return r == np.uint64(SPLITS[split])
+    return split_of(x) == split
 
 
 def sample_sequences(n: int, length: int, vocab: int, rng: np.random.Generator, split: str = "train") -> np.ndarray:
@@ -237,12 +232,9 @@ def embed(tokens: torch.Tensor, vocab: int, d_pos: int, positions: bool = True, 
 
     with_content=False zeroes the content part: what a query that may only ask "which position?" sees."""
     b, n = tokens.shape
-    content = F.one_hot(tokens, vocab).float()  # (batch, pos, vocab)
-    if not with_content:
-        content = torch.zeros_like(content)
-    pe = sinusoidal_positions(n, d_pos).to(tokens.device)  # (pos, d_pos), for any length
-    if not positions:
-        pe = torch.zeros_like(pe)  # same shapes and parameters, no position signal
+    content = F.one_hot(tokens, vocab).float() * with_content  # (batch, pos, vocab)
+    # (pos, d_pos), for any length; positions=False: the same shapes, no position signal
+    pe = sinusoidal_positions(n, d_pos).to(tokens.device) * positions
     return torch.cat([content, pe.expand(b, n, d_pos)], dim=-1)
 
 
@@ -282,10 +274,9 @@ class SeqTransformer(nn.Module):
                              f"got shape {tuple(tokens.shape)}")
         c = self.config
         tokens = tokens.long()
-        # (batch, pos, d_model)
-        x = embed(tokens, c.vocab, c.d_pos, c.positions)
-        # in the weights' dtype: float64 too, for checking the NumPy twin
-        x = x.to(self.readout.weight.dtype)
+        # (batch, pos, d_model), in the weights' dtype (float64 too, for
+        # checking the NumPy twin)
+        x = embed(tokens, c.vocab, c.d_pos, c.positions).to(self.readout.weight.dtype)
         if c.residual:
             # patterns: (batch, layer, head, query_pos, key_pos)
             x, patterns = self.encoder(x)
@@ -312,15 +303,11 @@ def weight_splits(model, layer: int = 0) -> dict[str, dict[str, np.ndarray]]:
 
     Matrices are (input, output), as the post draws them: content above position. Works
     for a SeqTransformer and a NumpyTransformer alike."""
-    vocab = model.config.vocab
-    out = {}
+    if isinstance(model, NumpyTransformer):
+        model = model.to_torch()
+    out, vocab = {}, model.config.vocab
     for name in ("W_Q", "W_K", "W_V"):
-        if isinstance(model, NumpyTransformer):
-            if layer != 0:
-                raise ValueError("the NumPy model has one layer")
-            w = model.params[name]  # (input, output)
-        else:
-            w = getattr(model.attention_layer(layer), name).weight.detach().cpu().numpy().T  # (input, output)
+        w = getattr(model.attention_layer(layer), name).weight.detach().cpu().numpy().T  # (input, output)
         out[name] = {"content": w[:vocab], "position": w[vocab:]}
     return out
 
@@ -368,27 +355,19 @@ def attention_on_source(
 
 def filter_attention(model, x, layer: int = 0, head: int = 0) -> dict[str, float]:
     """How a filter model attends, separately at positions whose value is kept and at those
-    blanked to 0: the share whose strongest attention is on their own position, the mean
-    weight on their own position, and, for blanked positions, the share whose strongest
-    attention lands on some position whose value is also blanked."""
-    c = model.config
-    x = _check_sequences(x, c.vocab)
-    p = run_model(model, x)[1][:, layer, head]  # (n, query, key)
-    top = p.argmax(-1)  # (n, query)
-    own = np.arange(x.shape[1])
-    removed = x > c.threshold  # (n, pos)
-    on_self = top == own
-    self_weight = p[:, own, own]  # (n, pos)
-    top_removed = np.take_along_axis(removed, top, axis=1)  # is the attended position's value removed?
+    blanked to 0: the share whose strongest attention is on their own position; for kept
+    positions, the share whose strongest attention holds their own value; for blanked ones,
+    the share whose strongest attention lands on some position whose value is also blanked."""
+    x = _check_sequences(x, model.config.vocab)
+    top = run_model(model, x)[1][:, layer, head].argmax(-1)  # (n, query)
+    removed = x > model.config.threshold  # (n, pos)
+    on_self = top == np.arange(x.shape[1])  # (n, query)
     return {
         "kept_argmax_self": float(on_self[~removed].mean()),
         "removed_argmax_self": float(on_self[removed].mean()),
-        "kept_weight_self": float(self_weight[~removed].mean()),
-        "removed_weight_self": float(self_weight[removed].mean()),
-        "removed_argmax_on_removed": float(top_removed[removed].mean()),
-        "kept_argmax_on_kept_same_value": float(
-            (np.take_along_axis(x, top, axis=1) == x)[~removed].mean()
-        ),
+        # is the attended position's value removed?
+        "removed_argmax_on_removed": float(np.take_along_axis(removed, top, axis=1)[removed].mean()),
+        "kept_argmax_on_kept_same_value": float((np.take_along_axis(x, top, axis=1) == x)[~removed].mean()),
     }
 
 
@@ -422,33 +401,44 @@ def train_sequences(
     progress: bool = True,
     callback: Callable[[int, nn.Module, History], bool | None] | None = None,
     stop_at_target: bool = True,
+    lengths: Iterable[int] | None = None,
 ) -> tuple[SeqTransformer, History]:
     """Build a SeqTransformer from `cfg` and train it with toylib.train.fit on fresh batches
-    of the training split.
+    of the training split, of length `cfg.length`, or of mixed `lengths`: then each batch
+    draws one of them, so that no batch needs padding or a mask (the position encoding is
+    computed for whatever length comes).
 
     Every `eval_every` steps it is validated on `val_size` sequences of the validation split
-    (val_exact, val_loss, val_attention_on_source); with stop_at_target, training stops at
-    the first validation with every sequence exact and val_loss below `stop_loss`. `callback(step, model, history)` runs
-    after every validation (for attention snapshots); returning True stops training.
+    (shared out among the lengths): val_exact, val_loss, val_attention_on_source. With
+    stop_at_target, training stops at the first validation that meets `at_stop_rule`.
+    `callback(step, model, history)` runs after every validation (for attention snapshots);
+    returning True stops training.
     """
+    lengths = [cfg.length] if lengths is None else list(lengths)
+    if not lengths or min(lengths) < 1:
+        raise ValueError(f"lengths must be lengths >= 1, got {lengths}")
     seed_everything(cfg.seed)
     device = device or pick_device()
     model = SeqTransformer(cfg).to(device)
     rng = np.random.default_rng([cfg.seed, 0])  # training stream
-    val_x, val_y = make_data(cfg, cfg.val_size, np.random.default_rng([cfg.seed, 1]), "val")
-    val_xt, val_yt = torch.from_numpy(val_x).to(device), torch.from_numpy(val_y).to(device)
+    val_rng = np.random.default_rng([cfg.seed, 1])
+    per_length = max(1, cfg.val_size // len(lengths))
+    val = [[torch.from_numpy(a).to(device) for a in make_data(cfg, per_length, val_rng, "val", n)] for n in lengths]
 
     def make_batch():
-        x, y = make_data(cfg, cfg.batch, rng, "train")
-        return torch.from_numpy(x), torch.from_numpy(y)
+        # one length: no draw, so that the stream of batches is the same as ever
+        n = lengths[rng.integers(len(lengths))] if len(lengths) > 1 else lengths[0]
+        return tuple(map(torch.from_numpy, make_data(cfg, cfg.batch, rng, "train", n)))
 
     def evaluate_val(m):
-        logits, patterns = m(val_xt)
-        exact = (logits.argmax(-1) == val_yt).all(-1).float().mean().item()
-        loss = F.cross_entropy(logits.flatten(0, 1), val_yt.flatten()).item()
-        src = torch.from_numpy(source_positions(cfg.task, cfg.length)).to(device)
-        on_src = (patterns[:, 0, 0].argmax(-1) == src).float().mean().item()
-        return {"val_exact": exact, "val_loss": loss, "val_attention_on_source": on_src}
+        right, loss, on_src = 0, 0.0, 0.0
+        for x, y in val:
+            logits, patterns = m(x)  # (batch, pos, vocab), (batch, layer, head, query, key)
+            right += (logits.argmax(-1) == y).all(-1).sum().item()
+            loss += F.cross_entropy(logits.flatten(0, 1), y.flatten()).item() / len(val)
+            src = torch.from_numpy(source_positions(cfg.task, x.shape[1])).to(device)
+            on_src += (patterns[:, 0, 0].argmax(-1) == src).float().mean().item() / len(val)
+        return {"val_exact": right / (per_length * len(val)), "val_loss": loss, "val_attention_on_source": on_src}
 
     at_target = stop_when(lambda r: stop_at_target and at_stop_rule(cfg, r), callback)
     history = fit(model, forever(make_batch), sequence_loss, cfg.train_options(), eval_fn=evaluate_val,
@@ -462,66 +452,7 @@ def at_stop_rule(cfg: SeqConfig, record: dict[str, float]) -> bool:
     return record["val_exact"] == 1.0 and record["val_loss"] < cfg.stop_loss
 
 
-def length_generalisation(
-    cfg: SeqConfig = SeqConfig(length=16),
-    train_lengths: Iterable[int] = range(2, 17),
-    test_lengths: Iterable[int] = range(2, 33),
-    n_test: int = 1000,
-    device: torch.device | str | None = None,
-    progress: bool = True,
-) -> tuple[SeqTransformer, History, dict[int, float]]:
-    """Train on sequences of mixed lengths, then measure exact match at every test length.
-
-    Design: each training batch draws one length from `train_lengths`, so a batch needs no
-    padding and no mask; the position encoding is computed for whatever length comes. The
-    test lengths beyond training meet sinusoids at positions never seen. Validation is one
-    batch of the validation split at each training length; training stops once all of them
-    are exact with validation loss below `stop_loss`. Returns (model, history, {length: exact match on n_test test sequences}).
-
-    No query knows the sequence's length. Copy and filter do not need it. Rotate needs it
-    only at the last position, whose source (position 0) a query can reach as the best of the
-    keys that exist; reverse needs it at every position, so it cannot be learned this way. Lengths
-    start at 2: the 9 sequences of length 1 all fall in the training split.
-    """
-    train_lengths, test_lengths = list(train_lengths), list(test_lengths)
-    if not train_lengths or min(train_lengths) < 1:
-        raise ValueError(f"train_lengths must be lengths >= 1, got {train_lengths}")
-    seed_everything(cfg.seed)
-    device = device or pick_device()
-    model = SeqTransformer(cfg).to(device)
-    rng = np.random.default_rng([cfg.seed, 0])
-    val_rng = np.random.default_rng([cfg.seed, 1])
-    per_length = max(1, cfg.val_size // len(train_lengths))
-    val = [tuple(torch.from_numpy(a).to(device) for a in make_data(cfg, per_length, val_rng, "val", n)) for n in train_lengths]
-
-    def make_batch():
-        n = train_lengths[rng.integers(len(train_lengths))]
-        x, y = make_data(cfg, cfg.batch, rng, "train", n)
-        return torch.from_numpy(x), torch.from_numpy(y)
-
-    def evaluate_val(m):
-        right, loss = 0, 0.0
-        for x, y in val:
-            logits = m(x)[0]  # (batch, pos, vocab)
-            right += (logits.argmax(-1) == y).all(-1).sum().item()
-            loss += F.cross_entropy(logits.flatten(0, 1), y.flatten()).item() / len(val)
-        return {"val_exact": right / sum(len(x) for x, _ in val), "val_loss": loss}
-
-    options = dataclasses.replace(cfg.train_options(), restore_best=False)
-    history = fit(model, forever(make_batch), sequence_loss, options, eval_fn=evaluate_val,
-                  callback=stop_when(lambda r: at_stop_rule(cfg, r)), device=device, progress=progress)
-    result = {n: evaluate(model, n_test, length=n)["exact"] for n in test_lengths}
-    return model, history, result
-
-
 # ----------------------------------------------------------------------------- NumPy, by hand
-
-
-def _cross_entropy(logits: np.ndarray, targets: np.ndarray) -> float:
-    """Mean softmax cross-entropy of (..., vocab) logits against integer targets (...)."""
-    shifted = logits - logits.max(-1, keepdims=True)
-    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-    return float(-np.take_along_axis(log_p, targets[..., None], -1).mean())
 
 
 class NumpyTransformer:
@@ -555,13 +486,10 @@ class NumpyTransformer:
         self.t = 0
 
     def embed(self, x: np.ndarray) -> np.ndarray:
+        """(batch, pos) -> (batch, pos, d_model) in float64: the same [one-hot | position]
+        as SeqTransformer's (`embed`), which the NumPy model has no weights for anyway."""
         c = self.config
-        n, length = x.shape
-        e = np.zeros((n, length, c.d_model))
-        e[np.arange(n)[:, None], np.arange(length), x] = 1.0  # one-hot content
-        if c.positions:
-            e[:, :, c.vocab :] = sinusoidal_positions(length, c.d_pos).numpy()
-        return e  # (batch, pos, d_model)
+        return embed(torch.from_numpy(x), c.vocab, c.d_pos, c.positions).double().numpy()
 
     def forward(self, x) -> tuple[np.ndarray, np.ndarray, dict]:
         P = self.params
@@ -635,11 +563,15 @@ class NumpyTransformer:
         """These weights under SeqTransformer's names and layout (nn.Linear keeps (output, input)).
 
         dtype=torch.float64 keeps them exact, for checking gradients against autograd."""
-        sd = {}
-        for ours, theirs in self.TORCH_NAMES.items():
-            sd[f"{theirs}.weight"] = torch.tensor(self.params[ours].T, dtype=dtype)
-            sd[f"{theirs}.bias"] = torch.tensor(self.params["b" + ours[1:]], dtype=dtype)
-        return sd
+        return {k: torch.tensor(v, dtype=dtype) for k, v in self.torch_layout(self.params).items()}
+
+    @classmethod
+    def torch_layout(cls, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Weights, or their gradients, keyed and shaped as in SeqTransformer's state dict."""
+        out = {}
+        for ours, theirs in cls.TORCH_NAMES.items():
+            out[f"{theirs}.weight"], out[f"{theirs}.bias"] = arrays[ours].T, arrays["b" + ours[1:]]
+        return out
 
     def to_torch(self) -> SeqTransformer:
         """A SeqTransformer holding these weights (to save, plot or evaluate with PyTorch)."""
@@ -663,9 +595,9 @@ def train_numpy(
     if cfg.optimizer != "adamw":
         raise ValueError("train_numpy uses Adam; set optimizer='adamw'")
     model = NumpyTransformer(cfg, np.random.default_rng([cfg.seed, 3]))
+    at_target = stop_when(lambda r: stop_at_target and at_stop_rule(cfg, r), callback)
     rng = np.random.default_rng([cfg.seed, 0])
-    val_rng = np.random.default_rng([cfg.seed, 1])
-    val_x, val_y = make_data(cfg, cfg.val_size, val_rng, "val")
+    val_x, val_y = make_data(cfg, cfg.val_size, np.random.default_rng([cfg.seed, 1]), "val")
     history, running, n_running, seconds = History(), 0.0, 0, 0.0
     for step in range(1, cfg.steps + 1):
         x, y = make_data(cfg, cfg.batch, rng, "train")
@@ -681,16 +613,14 @@ def train_numpy(
         record = {"step": step, "seconds": seconds, "lr": cfg.lr,
                   "loss": running / n_running,
                   "val_exact": exact_match(logits.argmax(-1), val_y),
-                  "val_loss": _cross_entropy(logits, val_y),
+                  "val_loss": F.cross_entropy(torch.from_numpy(logits).flatten(0, 1),
+                                              torch.from_numpy(val_y).flatten()).item(),
                   "val_attention_on_source": attention_on_source(
                       model, val_x, patterns=patterns)}
         history.records.append(record)
         history.seconds, history.steps = seconds, step
         running, n_running = 0.0, 0
-        stop = stop_at_target and at_stop_rule(cfg, record)
-        if callback is not None and callback(step, model, history):
-            stop = True
-        if stop:
+        if at_target(step, model, history):
             history.stop_reason = "callback"
             break
     return model, history
@@ -733,21 +663,16 @@ def gradient_check(queries: str = "position", seed: int = 0,
             numeric[name][idx] = (up - down) / (2 * eps)
     twin = SeqTransformer(cfg).double()
     twin.load_state_dict(model.torch_state_dict(torch.float64))
-    batch = (torch.from_numpy(x), torch.from_numpy(y))
-    sequence_loss(twin, batch).backward()
-    autograd = {}
-    for ours, theirs in NumpyTransformer.TORCH_NAMES.items():
-        layer = dict(twin.named_parameters())
-        autograd[ours] = layer[f"{theirs}.weight"].grad.numpy().T
-        autograd["b" + ours[1:]] = layer[f"{theirs}.bias"].grad.numpy()
-    names = list(model.params)
-    return (_relative_error(grads, numeric, names),
-            _relative_error(grads, autograd, names))
+    sequence_loss(twin, (torch.from_numpy(x), torch.from_numpy(y))).backward()
+    autograd = {name: p.grad.numpy() for name, p in twin.named_parameters()}
+    return (_relative_error(grads, numeric),
+            _relative_error(model.torch_layout(grads), autograd))
 
 
-def _relative_error(a: dict[str, np.ndarray], b: dict[str, np.ndarray], names: list[str]) -> float:
-    va = np.concatenate([a[n].ravel() for n in names])
-    vb = np.concatenate([b[n].ravel() for n in names])
+def _relative_error(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
+    """|a - b| / (|a| + |b|) over every array of a and b, flattened and joined."""
+    va = np.concatenate([a[n].ravel() for n in sorted(a)])
+    vb = np.concatenate([b[n].ravel() for n in sorted(a)])
     return float(np.linalg.norm(va - vb) / (np.linalg.norm(va) + np.linalg.norm(vb)))
 
 
@@ -765,14 +690,14 @@ TIME_BUDGET_S = {"torch": 60.0, "numpy": 90.0}  # the chapter's targets: trainin
 
 def train_suite(
     seed: int = 0, lengths: Iterable[int] = (8, 16), tasks: Iterable[str] = TASKS, numpy: bool = False,
-    n_test: int = 10_000, device: torch.device | str | None = None,
+    n_test: int = 10_000, device: torch.device | str | None = None, **changes,
 ) -> dict[tuple[str, int], Run]:
-    """Train the default model (NumPy's with numpy=True) on every task and length, and judge
-    each on `n_test` held-out sequences: {(task, length): Run}."""
+    """Train the default model (NumPy's with numpy=True; with `changes` to its config) on every
+    task and length, and judge each on `n_test` held-out sequences: {(task, length): Run}."""
     runs = {}
     for length in lengths:
         for task in tasks:
-            cfg = SeqConfig(task=task, length=length, seed=seed)
+            cfg = SeqConfig(task=task, length=length, seed=seed, **changes)
             if numpy:
                 model, history = train_numpy(cfg)
             else:
@@ -781,23 +706,25 @@ def train_suite(
     return runs
 
 
+def exact_target(what: str, run_or_result: Run | dict[str, float]) -> Target:
+    """The row "exact match on every held-out sequence" of a Run, or of `evaluate`'s result."""
+    r = run_or_result.result if isinstance(run_or_result, Run) else run_or_result
+    return Target(f"{what}", "100 %", pct(r["exact"]), r["exact"] == 1.0)
+
+
 def suite_targets(torch_runs: dict[tuple[str, int], Run], numpy_runs: dict[tuple[str, int], Run]) -> list[Target]:
     """The targets of the chapter's trained models: exact on every test sequence, strongest
     attention on the true source at >= 99.9 % of positions (filter: reported, no target),
     and the training times (machine-dependent)."""
-    pct = lambda x: f"{100 * x:.2f} %"  # noqa: E731
-    out = []
-    for (task, length), run in torch_runs.items():
-        out.append(Target(f"PyTorch exact match, {task}, length {length}", "100 %", pct(run.result["exact"]),
-                          run.result["exact"] == 1.0))
+    out = [exact_target(f"PyTorch exact match, {task}, length {length}", run)
+           for (task, length), run in torch_runs.items()]
     for (task, length), run in torch_runs.items():
         on_source = run.result["attention_on_source"]
         met = None if task == "filter" else bool(on_source >= 0.999)
         out.append(Target(f"PyTorch attention on source, {task}, length {length}", "-" if met is None else ">= 99.9 %",
                           pct(on_source), met))
-    for (task, length), run in numpy_runs.items():
-        out.append(Target(f"NumPy exact match, {task}, length {length}", "100 %", pct(run.result["exact"]),
-                          run.result["exact"] == 1.0))
+    out += [exact_target(f"NumPy exact match, {task}, length {length}", run)
+            for (task, length), run in numpy_runs.items()]
     for impl, runs in (("PyTorch", torch_runs), ("NumPy", numpy_runs)):
         if runs:
             slowest = max(r.history.seconds for r in runs.values())
@@ -812,7 +739,7 @@ def claim_targets(
     generalisation: dict[str, dict[int, float]],
 ) -> list[Target]:
     """The post's findings, as targets, from `gradient_check` per query kind, `run_ablations`
-    and `length_generalisation` per task."""
+    and `train_sequences(lengths=...)` per task."""
     fd = max(e[0] for e in grad_errors.values())
     ag = max(e[1] for e in grad_errors.values())
     exact = {key: run.result["exact"] for key, run in ablation.items()}
@@ -859,13 +786,9 @@ def run_ablations(
 ) -> dict[tuple[str, str], Run]:
     """Train every task under every change of ABLATIONS with the same budget of `steps`:
     {(variant, task): Run}. A run met the validation target if it stopped by the callback."""
-    out = {}
-    for name, change in ABLATIONS.items():
-        for task in TASKS:
-            cfg = SeqConfig(task=task, length=length, steps=steps, **change)
-            model, history = train_sequences(cfg, device=device, progress=False)
-            out[name, task] = Run(model, history, evaluate(model, n_test))
-    return out
+    return {(name, task): run for name, change in ABLATIONS.items()
+            for (task, _), run in train_suite(lengths=(length,), n_test=n_test, device=device, steps=steps,
+                                              **change).items()}
 
 
 def benchmark(seed: int, device: torch.device | str | None = "cpu") -> tuple[list[Target], float]:
@@ -939,11 +862,10 @@ def _measure(model: SeqTransformer, cfg: SeqConfig, seconds: float, info: dict, 
     length = args.length or cfg.length
     r = evaluate(model, args.test_size, length=length)
     impl = "numpy" if args.numpy else "torch"
-    pct = lambda x: f"{100 * x:.2f} %"  # noqa: E731
     where = f"{cfg.task}, length {length}, {args.test_size:,} held-out sequences"
     on_source = None if cfg.task == "filter" else bool(r["attention_on_source"] >= 0.999)
     return [
-        Target(f"exact match, {where}", "100 %", pct(r["exact"]), r["exact"] == 1.0),
+        exact_target(f"exact match, {where}", r),
         Target(f"per position, {where}", "-", pct(r["token_acc"]), None),
         Target(f"attention on source, {where}", "-" if on_source is None else ">= 99.9 %",
                pct(r["attention_on_source"]), on_source),
@@ -954,31 +876,7 @@ def _measure(model: SeqTransformer, cfg: SeqConfig, seconds: float, info: dict, 
 
 def _extra_arguments(p) -> None:
     p.add_argument("--numpy", action="store_true", help="train the NumPy model with its hand-written backward pass")
-    p.add_argument("--out", metavar="DIR", help="write figures (PNG) into this folder")
     p.add_argument("--test-size", type=int, default=10_000, help="held-out test sequences (default %(default)s)")
-
-
-def _figures(model: SeqTransformer, cfg: SeqConfig, args) -> None:
-    if not args.out:
-        return
-    import matplotlib.pyplot as plt
-
-    from toylib.plot import attention_grid
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    length = args.length or cfg.length
-    x = sample_sequences(1, length, cfg.vocab, np.random.default_rng(cfg.seed), "test")
-    patterns = run_model(model.cpu(), x)[1][0]  # (layer, head, query, key)
-    figures = {
-        "example": plot_example(model, x[0]),
-        "attention": attention_grid(patterns, title=f"{cfg.task}: attention on {x[0].tolist()}"),
-        "weights": plot_weight_splits(model),
-    }
-    for name, fig in figures.items():
-        fig.savefig(out / f"{cfg.task}_{name}.png", dpi=80)
-        plt.close(fig)
-    print(f"figures in {out}/")
 
 
 CHAPTER = cli.Chapter(
@@ -992,7 +890,6 @@ CHAPTER = cli.Chapter(
                    choices=QUERIES),
     ),
     extra_arguments=_extra_arguments,
-    after=_figures,
 )
 
 main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script

@@ -17,6 +17,11 @@ from collections.abc import Iterable, Sequence
 HEADER = ("measure", "target", "measured", "met")
 
 
+def pct(share: float, digits: int = 2) -> str:
+    """A share as the summaries print it: 0.98765 -> "98.77 %"."""
+    return f"{100 * share:.{digits}f} %"
+
+
 @dataclasses.dataclass(frozen=True)
 class Target:
     """One row of a chapter's summary."""

@@ -30,7 +30,7 @@ from toylib import cli
 from toylib.attention import Encoder, count_parameters
 from toylib.device import pick_device, seed_everything
 from toylib.infer import infer
-from toylib.targets import Target
+from toylib.targets import Target, format_table, pct
 from toylib.train import History, TrainOptions, fit, minibatches, stop_when
 
 EMPTY, X, O = 0, 1, 2
@@ -824,7 +824,6 @@ class Summary:
 
     def targets(self, train_seconds: float, max_parameters: int = POST_SMALLEST, time_limit: float = 120.0) -> list[Target]:
         """The chapter's summary: the targets and what was measured."""
-        pct = lambda x: f"{100 * x:.2f} %"  # noqa: E731
         games = lambda c: f"{c['loss']} lost of {sum(c.values()):,} ({c['win']:,} won)"  # noqa: E731
         return [
             Target(f"optimal move, {self.test.n} held-out test positions", "100 %", pct(self.test.optimal),
@@ -841,7 +840,6 @@ class Summary:
 
     def detail_rows(self) -> list[tuple[str, str, str]]:
         """(measure, test positions, all positions) for the scores without a target, and the other games."""
-        pct = lambda x: f"{100 * x:.2f} %"  # noqa: E731
         games = lambda c: f"won {c['win']:,}, drawn {c['draw']:,}, lost {c['loss']:,}"  # noqa: E731
         return [
             ("exact label (the post's measure)", pct(self.test.exact_label), pct(self.everything.exact_label)),
@@ -868,16 +866,6 @@ def summarise(model: TicTacToeNet, data: Dataset, random_games: int = 1000, seed
         random_o=play_random(policy, O, random_games, seed + 1),
         parameters=count_parameters(model),
     )
-
-
-def benchmark(seed: int, device: torch.device | str | None = None, **changes) -> tuple[list[Target], float]:
-    """benchmarks/run.py: train the default model (with `changes` to its config) from `seed`,
-    on the chapter's split, and measure it against the chapter's targets (random games left
-    out: they have no target). Returns (targets, training seconds)."""
-    config = dataclasses.replace(TicTacToeConfig(seed=seed), **changes)
-    data = Dataset.build(config.split_seed)
-    model, history = train_tictactoe(config, data, device=device, progress=False)
-    return summarise(model.cpu(), data, random_games=0).targets(history.seconds), history.seconds
 
 
 # ----------------------------------------------------------------------------- for readers with a kernel
@@ -941,10 +929,11 @@ def _train(config: TicTacToeConfig, device, progress: bool, args) -> tuple[TicTa
 
 
 def _measure(model: TicTacToeNet, config: TicTacToeConfig, seconds: float, info: dict, args) -> list[Target]:
-    from toylib.targets import format_table
-
-    summary = summarise(model.cpu(), info.get("data") or Dataset.build(config.split_seed))
-    print(format_table(summary.detail_rows(), ("measure", "test positions", "all positions")))
+    # benchmarks (args=None) skip the random games and the detail table: they have no target
+    summary = summarise(model.cpu(), info.get("data") or Dataset.build(config.split_seed),
+                        random_games=0 if args is None else 1000)
+    if args is not None:
+        print(format_table(summary.detail_rows(), ("measure", "test positions", "all positions")))
     return summary.targets(seconds)
 
 
