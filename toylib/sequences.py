@@ -663,7 +663,8 @@ def gradient_check(queries: str = "position", seed: int = 0,
             numeric[name][idx] = (up - down) / (2 * eps)
     twin = SeqTransformer(cfg).double()
     twin.load_state_dict(model.torch_state_dict(torch.float64))
-    sequence_loss(twin, (torch.from_numpy(x), torch.from_numpy(y))).backward()
+    batch = (torch.from_numpy(x), torch.from_numpy(y))
+    sequence_loss(twin, batch).backward()
     autograd = {name: p.grad.numpy() for name, p in twin.named_parameters()}
     return (_relative_error(grads, numeric),
             _relative_error(model.torch_layout(grads), autograd))
