@@ -276,7 +276,8 @@ class SeqTransformer(nn.Module):
         tokens = tokens.long()
         # (batch, pos, d_model), in the weights' dtype (float64 too, for
         # checking the NumPy twin)
-        x = embed(tokens, c.vocab, c.d_pos, c.positions).to(self.readout.weight.dtype)
+        x = embed(tokens, c.vocab, c.d_pos, c.positions)
+        x = x.to(self.readout.weight.dtype)
         if c.residual:
             # patterns: (batch, layer, head, query_pos, key_pos)
             x, patterns = self.encoder(x)
@@ -595,9 +596,11 @@ def train_numpy(
     if cfg.optimizer != "adamw":
         raise ValueError("train_numpy uses Adam; set optimizer='adamw'")
     model = NumpyTransformer(cfg, np.random.default_rng([cfg.seed, 3]))
-    at_target = stop_when(lambda r: stop_at_target and at_stop_rule(cfg, r), callback)
+    at_target = stop_when(
+        lambda r: stop_at_target and at_stop_rule(cfg, r), callback)
     rng = np.random.default_rng([cfg.seed, 0])
-    val_x, val_y = make_data(cfg, cfg.val_size, np.random.default_rng([cfg.seed, 1]), "val")
+    val_rng = np.random.default_rng([cfg.seed, 1])
+    val_x, val_y = make_data(cfg, cfg.val_size, val_rng, "val")
     history, running, n_running, seconds = History(), 0.0, 0, 0.0
     for step in range(1, cfg.steps + 1):
         x, y = make_data(cfg, cfg.batch, rng, "train")
@@ -610,11 +613,12 @@ def train_numpy(
         if step % cfg.eval_every and step != cfg.steps:
             continue
         logits, patterns, _ = model.forward(val_x)
+        val_loss = F.cross_entropy(torch.from_numpy(logits).flatten(0, 1),
+                                   torch.from_numpy(val_y).flatten())
         record = {"step": step, "seconds": seconds, "lr": cfg.lr,
                   "loss": running / n_running,
                   "val_exact": exact_match(logits.argmax(-1), val_y),
-                  "val_loss": F.cross_entropy(torch.from_numpy(logits).flatten(0, 1),
-                                              torch.from_numpy(val_y).flatten()).item(),
+                  "val_loss": val_loss.item(),
                   "val_attention_on_source": attention_on_source(
                       model, val_x, patterns=patterns)}
         history.records.append(record)
