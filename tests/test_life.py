@@ -246,3 +246,69 @@ def test_attention_by_offset_of_a_fixed_average():
     np.testing.assert_allclose(attention_by_offset(model, grids[0], radius=1), ring, atol=1e-6)
     with pytest.raises(ValueError, match="radius"):
         attention_by_offset(model, grids, radius=4)
+
+
+# ----------------------------------------------------------------------------- any size: attention by offset
+
+
+def test_offset_attention_is_the_same_at_every_cell_and_any_size():
+    from toylib.life import OffsetAttentionNet
+
+    torch.manual_seed(0)
+    model = OffsetAttentionNet(LifeConfig(mixer="offset", grid_size=8, d_model=8))
+    with torch.no_grad():
+        model.offset_scores.normal_()
+    for size in (5, 11, 24):
+        g = torch.from_numpy(random_grids(3, size, np.random.default_rng(size)))
+        logits, pattern = model(g)
+        assert logits.shape == (3, size, size) and pattern.shape == (1, 1, 1, 5, 5)
+        # moving the grid round the torus moves the answer with it: no cell is special
+        moved, _ = model(g.roll((2, -3), dims=(1, 2)))
+        torch.testing.assert_close(moved, logits.roll((2, -3), dims=(1, 2)))
+    p = pattern[0, 0, 0]
+    assert p[2, 2] == 0 and torch.isclose(p.sum(), torch.tensor(1.0))  # a cell may not attend to itself
+    with pytest.raises(ValueError, match="at least 5x5"):
+        model(torch.zeros(1, 4, 4))
+    with pytest.raises(ValueError, match="radius"):
+        LifeConfig(mixer="offset", grid_size=8, radius=4)
+
+
+def test_offset_attention_sums_the_values_it_attends_to():
+    """The forward pass's shortcut (values are one of two) gives what summing each cell's
+    attended values one by one gives."""
+    from toylib.life import OffsetAttentionNet
+
+    torch.manual_seed(1)
+    model = OffsetAttentionNet(LifeConfig(mixer="offset", grid_size=8, d_model=4, radius=1))
+    with torch.no_grad():
+        model.offset_scores.normal_()
+    g = torch.from_numpy(random_grids(1, 6, np.random.default_rng(0)))[0]
+    logits, pattern = model(g[None])
+    x = model.W_state[g.long()]  # (6, 6, d)
+    v = x @ model.W_V
+    z = torch.zeros_like(x)
+    for i in range(6):
+        for j in range(6):
+            for dr in (-1, 0, 1):
+                for dc in (-1, 0, 1):
+                    z[i, j] += pattern[0, 0, 0, dr + 1, dc + 1] * v[(i + dr) % 6, (j + dc) % 6]
+    h = x + z
+    h = h + torch.nn.functional.silu(h @ model.W_hidden)
+    torch.testing.assert_close(logits[0], (h @ model.W_class)[..., 0])
+
+
+def test_any_size_model_trains_small_and_is_exact_on_large_grids():
+    import dataclasses
+
+    from toylib.life import ANY_SIZE, any_size_check, any_size_targets
+
+    model, history, _ = train_life(dataclasses.replace(ANY_SIZE, seed=0), device="cpu", progress=False)
+    assert history.stop_reason == "callback"  # exact on validation, attention on the neighbours
+    by_offset = attention_by_offset(model, None)
+    assert by_offset.shape == (5, 5) and by_offset[1:4, 1:4].sum() - by_offset[2, 2] >= 0.99
+    assert neighbour_attention(model, None) == pytest.approx(by_offset[1:4, 1:4].sum() - by_offset[2, 2])
+    result = any_size_check(model, grids=20, size=64, game_size=40, game_steps=30)
+    assert result == {"exact": 1.0, "game_exact": 1.0}
+    assert all_met(any_size_targets(result, history.seconds, grids=20, size=64, game_size=40, game_steps=30))
+    wrong = any_size_targets({"exact": 0.99, "game_exact": 0.0}, 1.0)
+    assert missed(wrong) == [t.measure for t in wrong[:2]]

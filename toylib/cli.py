@@ -42,7 +42,7 @@ class Chapter:
     name: str  # the module: python -m toylib.<name>
     description: str
     config_cls: type  # a frozen dataclass with a `seed` field
-    model_cls: type[nn.Module]  # model_cls(config), for --load
+    model_cls: Callable[[Any], nn.Module]  # model_cls(config) builds the model, for --load
     # train(config, device, progress, args) -> (model, history, info passed on to measure)
     train: Callable[..., tuple[nn.Module, History, dict]]
     # measure(model, config, train_seconds, info, args) -> the chapter's targets

@@ -22,7 +22,7 @@ from torch import nn
 from toylib import cli
 from toylib.attention import attention
 from toylib.device import pick_device, seed_everything
-from toylib.infer import infer
+from toylib.infer import infer, model_device
 from toylib.targets import Target, pct
 from toylib.train import History, TrainOptions, fit, forever, stop_when
 
@@ -196,14 +196,16 @@ def neighbour_mask(size: int, include_centre: bool = False) -> torch.Tensor:
     return torch.from_numpy(mask)
 
 
-MIXERS = ("attention", "pool", "pool_no_centre")
+MIXERS = ("attention", "pool", "pool_no_centre", "offset")
 
 
 @dataclasses.dataclass(frozen=True)
 class LifeConfig:
     grid_size: int = 8  # the model is built for one grid size: it has a position embedding per cell
     d_model: int = 64  # width of every token (the post's ndim); 32 also learns, but fails more seeds
-    mixer: str = "attention"  # "attention" (learned), or a fixed 3x3 average: "pool" or "pool_no_centre"
+    mixer: str = "attention"  # "attention" (learned), or a fixed 3x3 average: "pool" or "pool_no_centre";
+    # "offset": OffsetAttentionNet, scores by offset within `radius`, no positions, any grid size
+    radius: int = 2  # "offset" only: how far (in rows and columns) a cell's attention reaches
     mask_self: bool = True  # a cell may not attend to itself: its own state reaches it through the residual
     learn_scale: bool = True  # one learned number scales all attention scores (not in the post)
     scale_init: float = 4.5  # its starting value; 1 would be the post's plain 1/sqrt(d_model)
@@ -225,6 +227,9 @@ class LifeConfig:
             raise ValueError(f"mixer must be one of {MIXERS}, got {self.mixer!r}")
         if self.grid_size < 3 or self.d_model < 1:
             raise ValueError(f"need grid_size >= 3 and d_model >= 1, got {self.grid_size}, {self.d_model}")
+        if self.mixer == "offset" and not 1 <= self.radius <= (self.grid_size - 1) // 2:
+            raise ValueError(f"radius must be 1 to {(self.grid_size - 1) // 2} so that the offsets around a cell "
+                             f"of a {self.grid_size}x{self.grid_size} training grid are distinct, got {self.radius}")
 
     @property
     def n_cells(self) -> int:
@@ -292,12 +297,78 @@ class SingleAttentionNet(nn.Module):
         return logits, pattern[:, None, None]
 
 
+class OffsetAttentionNet(nn.Module):
+    """Life at any size: SingleAttentionNet without positions, whose attention score from one
+    cell to another is a learned number for their offset on the torus (rows and columns
+    -radius..radius), the same for every cell of every grid. Nothing in it depends on the grid
+    size, so a model trained on small grids runs unchanged on a grid of any size.
+
+    forward(grids (batch, height, width) of 0/1) ->
+        (logits (batch, height, width),
+         pattern (1, layer=1, head=1, 2 * radius + 1, 2 * radius + 1): the attention over
+         offsets, the attending cell in the middle; every cell attends the same way)
+    """
+
+    def __init__(self, config: LifeConfig):
+        super().__init__()
+        self.config = config
+        d, width = config.d_model, 2 * config.radius + 1
+        self.W_state = nn.Parameter(torch.randn(2, d))  # dead, alive
+        self.offset_scores = nn.Parameter(torch.zeros(width, width))  # all equal: attention starts uniform
+        self.W_V = nn.Parameter(torch.randn(d, d) / math.sqrt(d))
+        self.W_hidden = nn.Parameter(torch.randn(d, d) / math.sqrt(d))
+        self.W_class = nn.Parameter(torch.randn(d, 1) / math.sqrt(d))
+        may_attend = torch.ones(width, width, dtype=torch.bool)
+        may_attend[config.radius, config.radius] = not config.mask_self
+        self.register_buffer("may_attend", may_attend, persistent=False)
+
+    def forward(self, grids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r = self.config.radius
+        if grids.dim() != 3 or min(grids.shape[1:]) < 2 * r + 1:
+            raise ValueError(
+                f"this model takes (batch, height, width) grids of at least "
+                f"{2 * r + 1}x{2 * r + 1} cells, got {tuple(grids.shape)}")
+        x = self.W_state[grids.long()]  # (batch, h, w, d)
+        scores = self.offset_scores.masked_fill(~self.may_attend, -math.inf)
+        # (2r+1, 2r+1): one softmax over the offsets, shared by every cell
+        pattern = scores.flatten().softmax(0).view_as(scores)
+        # A value is W_V of a cell's token, one of two (dead, alive), so the
+        # weighted sum of values is v_dead + (attention on live cells) *
+        # (v_alive - v_dead): the same numbers as summing (batch, h, w, d)
+        # values, d times less work. Rolling by -(dr, dc) brings each
+        # cell's neighbour at offset (dr, dc) onto it, round the torus.
+        alive = grids.to(x.dtype)  # (batch, h, w)
+        on_alive = sum(pattern[dr + r, dc + r] * alive.roll((-dr, -dc), (1, 2))
+                       for dr in range(-r, r + 1)
+                       for dc in range(-r, r + 1))  # (batch, h, w)
+        v_dead, v_alive = self.W_state @ self.W_V  # (d,), (d,)
+        # residual: each cell keeps its own state beside what it read
+        x = x + v_dead + on_alive[..., None] * (v_alive - v_dead)
+        x = x + F.silu(x @ self.W_hidden)  # (batch, h, w, d)
+        return (x @ self.W_class)[..., 0], pattern[None, None, None]
+
+
+# OffsetAttentionNet's settings: a token of 8 numbers is enough when nothing encodes position,
+# and its 25 offset scores start equal, so a larger step moves them apart sooner
+ANY_SIZE = LifeConfig(mixer="offset", d_model=8, lr=0.02)
+
+
+def build_model(config: LifeConfig) -> SingleAttentionNet | OffsetAttentionNet:
+    """The model a config describes: OffsetAttentionNet for mixer="offset"."""
+    return (OffsetAttentionNet if config.mixer == "offset" else SingleAttentionNet)(config)
+
+
+def _size(model) -> int | None:
+    """The grid size a model takes: None (any) for OffsetAttentionNet."""
+    return None if isinstance(model, OffsetAttentionNet) else model.config.grid_size
+
+
 # ----------------------------------------------------------------------------- judging a model
 
 
 def predict(model: SingleAttentionNet, grids, batch_size: int = 256) -> np.ndarray:
     """The model's next state for a grid or a batch of grids, as 0/1 uint8."""
-    g = check_grids(grids, model.config.grid_size)
+    g = check_grids(grids, _size(model))
     alive = infer(model, g[None] if g.ndim == 2 else g, batch_size=batch_size,
                   keep=lambda out, _: out[0] > 0, numpy=True)  # (n, size, size)
     alive = alive.astype(np.uint8)
@@ -306,7 +377,7 @@ def predict(model: SingleAttentionNet, grids, batch_size: int = 256) -> np.ndarr
 
 def model_run(model: SingleAttentionNet, grids, steps: int) -> np.ndarray:
     """Roll the model forward on its own outputs: (steps + 1, ...) starting with `grids`."""
-    out = [check_grids(grids, model.config.grid_size)]
+    out = [check_grids(grids, _size(model))]
     for _ in range(steps):
         out.append(predict(model, out[-1]))
     return np.stack(out)
@@ -317,6 +388,9 @@ def neighbour_attention(model: SingleAttentionNet, grids, batch_size: int = 64, 
     on="self", on the cell itself), over the grids."""
     if on not in ("neighbours", "self"):
         raise ValueError(f"on must be 'neighbours' or 'self', got {on!r}")
+    if isinstance(model, OffsetAttentionNet):  # attends the same way everywhere: read its pattern
+        by_offset = attention_by_offset(model, grids, radius=1)
+        return float(by_offset[1, 1] if on == "self" else by_offset.sum() - by_offset[1, 1])
     g = check_grids(grids, model.config.grid_size)
     g = g[None] if g.ndim == 2 else g
     size = model.config.grid_size
@@ -334,6 +408,12 @@ def attention_by_offset(model: SingleAttentionNet, grids, radius: int = 2, batch
     (2 * radius + 1, 2 * radius + 1), the attending cell at the centre, rows and columns
     of offsets -radius..radius. A model that attends only to its 8 neighbours, equally,
     shows 1/8 on the ring around the centre and 0 everywhere else."""
+    if isinstance(model, OffsetAttentionNet):  # its pattern is by offset already, the same everywhere
+        r = model.config.radius
+        if not 0 <= radius <= r:
+            raise ValueError(f"radius must be between 0 and the model's {r}")
+        pattern = model(torch.zeros(1, 2 * r + 1, 2 * r + 1, device=model_device(model)))[1]
+        return pattern[0, 0, 0, r - radius : r + radius + 1, r - radius : r + radius + 1].detach().cpu().numpy()
     g = check_grids(grids, model.config.grid_size)
     size = model.config.grid_size
     if not 0 <= radius <= size // 2 - (size % 2 == 0):
@@ -347,6 +427,34 @@ def attention_by_offset(model: SingleAttentionNet, grids, radius: int = 2, batch
         centred += np.roll(mean[cell].reshape(size, size), (size // 2 - r, size // 2 - c), axis=(0, 1))
     h = size // 2
     return centred[h - radius : h + radius + 1, h - radius : h + radius + 1] / (size * size)
+
+
+def any_size_check(model, grids: int = 1000, size: int = 256, game_size: int = 128, game_steps: int = 100,
+                   seed: int = 4321) -> dict[str, float]:
+    """Judge a model that takes any grid size far from the size it trained on: the share of
+    `grids` random (size, size) grids (densities 0.05 to 0.95) whose next state is exact,
+    and whether one random (game_size, game_size) game run `game_steps` steps on the model's
+    own outputs matches the rule at every step (1.0 or 0.0)."""
+    rng = np.random.default_rng([seed, 7])
+    right = 0
+    for start in range(0, grids, 50):  # 50 grids at a time: a 256x256 batch of 8-number tokens is 100 MB
+        x = random_grids(min(50, grids - start), size, rng)
+        right += int((predict(model, x, batch_size=8) == life_step(x)).reshape(len(x), -1).all(1).sum())
+    game = random_grids(1, game_size, rng, (0.25, 0.45))[0]
+    same = (model_run(model, game, game_steps) == life_run(game, game_steps)).all()
+    return {"exact": right / grids, "game_exact": float(same)}
+
+
+def any_size_targets(result: dict[str, float], train_seconds: float, grids: int = 1000, size: int = 256,
+                     game_size: int = 128, game_steps: int = 100) -> list[Target]:
+    """The targets of a model that takes any size, from `any_size_check` (with the same sizes)."""
+    return [
+        Target(f"exact next state, {grids:,} random {size}x{size} grids", "100 %", pct(result["exact"]),
+               result["exact"] == 1),
+        Target(f"exact {game_size}x{game_size} game, {game_steps} steps on own outputs", "yes",
+               "yes" if result["game_exact"] == 1 else "no", result["game_exact"] == 1),
+        Target("training time (any size)", "< 1 min", f"{train_seconds:.0f} s", train_seconds < 60, machine=True),
+    ]
 
 
 def exact_fraction(predicted: np.ndarray, true: np.ndarray) -> float:
@@ -400,7 +508,7 @@ def train_life(
     """
     rng = seed_everything(config.seed)
     device = device or pick_device()
-    model = SingleAttentionNet(config).to(device)
+    model = build_model(config).to(device)
     val_rng = np.random.default_rng([config.seed, 1])  # a stream of its own: never the training stream
     val_x = random_grids(config.val_grids, config.grid_size, val_rng)
     val_y = life_step(val_x)
@@ -413,7 +521,7 @@ def train_life(
 
     def evaluate(m):
         exact = exact_fraction(predict(m, val_x), val_y)
-        attn = neighbour_attention(m, val_x[:256]) if config.mixer == "attention" else 1.0
+        attn = neighbour_attention(m, val_x[:256]) if config.mixer in ("attention", "offset") else 1.0
         # one number to keep the best weights by: exactness first, then attention
         return {"val_exact": exact, "neighbour_attention": attn, "val_shortfall": 2 * (1 - exact) + (1 - attn)}
 
@@ -483,7 +591,8 @@ def summarise(
         game_steps=game_steps,
         neighbourhoods_right=right,
         neighbourhood_errors=errors,
-        neighbour_attention=neighbour_attention(model, x[:1000]) if model.config.mixer == "attention" else float("nan"),
+        neighbour_attention=(neighbour_attention(model, x[:1000]) if model.config.mixer in ("attention", "offset")
+                             else float("nan")),
     )
 
 
@@ -539,15 +648,18 @@ def _train(config: LifeConfig, device, progress: bool, args) -> tuple[SingleAtte
     return model, history, {"seen": seen}
 
 
-def _measure(model: SingleAttentionNet, config: LifeConfig, seconds: float, info: dict, args) -> list[Target]:
+def _measure(model: SingleAttentionNet | OffsetAttentionNet, config: LifeConfig, seconds: float, info: dict, args) -> list[Target]:
     if "seen" not in info:
         print("(a loaded model does not carry its training grids: the test grids are not checked against them)")
-    return summarise(model, info.get("seen", set())).targets(seconds, config.grid_size)
+    targets = summarise(model, info.get("seen", set())).targets(seconds, config.grid_size)
+    if isinstance(model, OffsetAttentionNet):  # and the sizes it never saw
+        targets += any_size_targets(any_size_check(model), seconds)
+    return targets
 
 
 CHAPTER = cli.Chapter(
     "life", "Train a transformer on Conway's Game of Life, and measure it against the chapter's targets.",
-    LifeConfig, SingleAttentionNet, _train, _measure,
+    LifeConfig, build_model, _train, _measure,
     options=(
         cli.Option("--size", "grid_size", "grid size"),
         cli.Option("--steps", "steps", "most training steps"),
