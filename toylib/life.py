@@ -664,7 +664,9 @@ CHAPTER = cli.Chapter(
         cli.Option("--size", "grid_size", "grid size"),
         cli.Option("--steps", "steps", "most training steps"),
         cli.Option("--d-model", "d_model", "token width"),
-        cli.Option("--mixer", "mixer", "attention, or a fixed 3x3 average", choices=MIXERS),
+        cli.Option("--mixer", "mixer", "attention, a fixed 3x3 average, or attention by offset (any size)",
+                   choices=MIXERS),
+        cli.Option("--lr", "lr", "peak learning rate"),
         cli.Option("--mask-self", "mask_self", "forbid a cell to attend to itself (--no-mask-self: as in the post)"),
     ),
 )
