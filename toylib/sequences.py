@@ -782,7 +782,6 @@ ABLATIONS: dict[str, dict] = {
     # (with queries from the position only, no position encoding leaves every query zero:
     # attention is uniform by construction, so that row would teach nothing)
     NO_POSITIONS: {"positions": False, "queries": "input"},
-    "plain SGD, lr 0.01": {"optimizer": "sgd"},
     "plain SGD, lr 0.1": {"optimizer": "sgd", "lr": 0.1},
     "residual + LayerNorm + MLP (the post's queries)": {"residual": True, "queries": "input"},
 }
