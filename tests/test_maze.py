@@ -1,16 +1,37 @@
+import dataclasses
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import torch
+from torch import nn
 
+from toylib.attention import count_parameters
 from toylib.maze import (
     DOWN,
     LEFT,
+    PAD,
+    POST_CONFIG,
     RIGHT,
     START,
     STOP,
     UP,
     Layout,
+    MazeConfig,
+    MazeModel,
+    MazeNet,
     MazeState,
+    Memory,
+    PostMazeNet,
+    build_model,
+    connections,
+    invalid_last_move,
+    score,
+    solution_tensor,
+    solve,
+    start_tiles,
+    token_accuracy,
+    train_maze,
     check_moves,
     check_solution,
     draw_maze,
@@ -350,3 +371,110 @@ def test_bad_moves_and_parameters_are_refused():
     with pytest.raises(ValueError, match="min_moves"):
         make_mazes(5, min_moves=19)
     assert isinstance(from_pixels(RING), Layout)
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+class Scripted(MazeModel):
+    """A stand-in model that plays a script per maze: after t tokens it says script[t] (and
+    `after` once the script runs out), whatever the moves so far."""
+
+    def __init__(self, scripts: dict[bytes, list[int]], after: int = LEFT):
+        super().__init__()
+        self.config, self.scripts, self.after = MazeConfig(), scripts, after
+        self.unused = nn.Parameter(torch.zeros(1))  # so that infer finds a device
+
+    def encode(self, pixels, iterations=None, keep=True):
+        plays = [(self.scripts[maze_key(p.numpy())] + [self.after] * 100)[:100] for p in pixels.cpu()]
+        return Memory(torch.tensor(plays), None, start_tiles(pixels), (pixels.shape[1] // 5, pixels.shape[2] // 5))
+
+    def decode(self, moves, memory):
+        return 10.0 * nn.functional.one_hot(memory.states[:, : moves.shape[1]], 6).float(), None, None
+
+
+def test_the_model_reads_connections_and_the_start_from_pixels():
+    rng = np.random.default_rng(3)
+    mazes = [random_maze(rng, size).maze for size in (5, 5, (4, 7))]
+    for maze in mazes:
+        pixels = torch.from_numpy(maze)[None]
+        assert np.array_equal(connections(pixels)[0].numpy(), exits(from_pixels(maze).arms))
+        assert tuple(start_tiles(pixels)[0].tolist()) == from_pixels(maze).start
+
+
+def test_decoding_stops_at_the_first_invalid_move():
+    corridor = carved((2, 3), (0, 0), [RIGHT, RIGHT, DOWN])  # only the walk is open
+    cases = [  # (script, then, what solving returns)
+        ([RIGHT, DOWN, RIGHT], STOP, [START, RIGHT, DOWN]),  # into a wall: cut there, the move kept
+        ([UP], STOP, [START, UP]),  # off the grid
+        ([RIGHT, START], STOP, [START, RIGHT, START]),  # START only first
+        ([RIGHT, RIGHT, DOWN, STOP, UP], UP, [START, RIGHT, RIGHT, DOWN, STOP]),  # STOP ends it
+        ([], RIGHT, [START, RIGHT, RIGHT, RIGHT]),  # off the grid on the third move
+        ([RIGHT, LEFT] * 9, STOP, [START, RIGHT, LEFT, RIGHT, LEFT, RIGHT, LEFT]),  # cut at 6 tiles + 1 tokens
+    ]
+    for script, then, expected in cases:
+        assert solve(Scripted({maze_key(corridor): script}, after=then), corridor) == expected
+    assert check_solution(corridor, [START, RIGHT, DOWN]).first_invalid == 2
+    moves = torch.tensor([[START, RIGHT, DOWN], [START, RIGHT, RIGHT], [START, UP, UP]])
+    exits_ = connections(torch.from_numpy(np.stack([corridor] * 3)))
+    assert invalid_last_move(moves, torch.zeros(3, 2, dtype=torch.long), exits_).tolist() == [True, False, True]
+
+
+def test_token_accuracy_counts_real_tokens_only():
+    mazes = make_mazes(6, seed=2)
+    assert len({len(s) for s in mazes.solutions}) > 1  # so that some solutions are padded
+    perfect = {maze_key(m): list(s[1:]) for m, s in zip(mazes.mazes, mazes.solutions)}
+    assert token_accuracy(Scripted(perfect, after=LEFT), mazes) == 1.0  # LEFT on padding is never counted
+    stop_only = Scripted({k: [] for k in perfect}, after=STOP)
+    real = sum(len(s) - 1 for s in mazes.solutions)  # every token after START, STOP included
+    assert token_accuracy(stop_only, mazes) == pytest.approx(len(mazes) / real)
+    s = score(Scripted(perfect), mazes)
+    assert (s.solved, s.shortest, sum(n for _, n, _, _ in s.by_length)) == (1.0, 1.0, len(mazes))
+    assert solution_tensor([[5, 1, 0], [5, 0]]).tolist() == [[5, 1, 0], [5, 0, PAD]]
+
+
+def test_the_model_returns_attention_from_its_forward_pass():
+    model = MazeNet(MazeConfig(n_heads=4, n_decoder_layers=2))
+    for size in ((5, 5), (7, 6)):  # nothing in the model depends on the size
+        mazes = make_mazes(3, size=size, seed=4)
+        moves = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)  # (3, T)
+        tiles = size[0] * size[1]
+        logits, patterns = model(torch.from_numpy(mazes.mazes), moves, iterations=6)
+        assert logits.shape == (3, moves.shape[1], 6)
+        assert patterns.encoder.shape == (3, 6, 4, tiles, tiles)
+        assert patterns.decoder_self.shape == (3, 2, 4, moves.shape[1], moves.shape[1])
+        assert patterns.cross.shape == (3, 2, 4, moves.shape[1], tiles)
+        assert torch.allclose(patterns.cross.sum(-1), torch.ones(()))
+        # head 0 looks up: each tile attends only to itself and, when they connect, the tile above
+        up = torch.from_numpy(np.stack([exits(from_pixels(m).arms)[..., 0].ravel() for m in mazes.mazes]))
+        looked = patterns.encoder[:, 0, 0] > 0  # (3, tiles, tiles)
+        assert torch.equal(looked.sum(-1), 1 + up.long())
+    post = build_model(POST_CONFIG)
+    assert isinstance(post, PostMazeNet) and count_parameters(post) == 570_502  # the post's "about 570k"
+    logits, patterns = post(torch.from_numpy(mazes.mazes), moves)
+    assert patterns.cross.shape == (3, 10, 8, moves.shape[1], 42)
+
+
+def test_a_short_training_run_learns_and_repeats_itself():
+    splits = make_splits(n_train=300, n_val=40, n_test=0, seed=5)
+    config = MazeConfig(steps=40, eval_every=20, batch_size=32, lr=1e-2, warmup=0, seed=3)
+    model, history = train_maze(config, splits, device="cpu", progress=False)
+    first = history.column("loss")
+    assert first[-1] < 0.7 * first[0]
+    assert history.last["val_token_acc"] > 0.4  # chance is about 1 in 4
+    again, history_again = train_maze(config, splits, device="cpu", progress=False)
+    assert history_again.column("loss") == first
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
+
+
+def test_bad_configs_are_refused():
+    for change, message in [
+        (dict(model="lstm"), "model must be"),
+        (dict(d_model=30, n_heads=4), "multiple of n_heads"),
+        (dict(model="post", d_model=16), "at least 27"),
+        (dict(n_decoder_layers=0), "at least 1"),
+        (dict(radius=0), "radius"),
+        (dict(batch_size=0), "positive"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            dataclasses.replace(MazeConfig(), **change)
