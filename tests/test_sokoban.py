@@ -1,0 +1,397 @@
+import warnings
+
+import numpy as np
+import pytest
+from gymnasium.envs.registration import EnvSpec
+from gymnasium.utils.env_checker import check_env
+
+from toylib import sokoban as sk
+from toylib.sokoban import DOWN, LEFT, RIGHT, UNDO, UP
+
+# The player stands between the goal and the box, so it must walk round the box (4 moves, above
+# or below it) and push it left twice: 6 moves, starting up or down.
+ROUND = """\
+########
+#      #
+#.@$   #
+#      #
+########
+########
+########
+########"""
+
+# The box sits in a corner: no push can ever move it.
+CORNER = """\
+########
+#$     #
+#  @   #
+#    . #
+#      #
+#      #
+#      #
+########"""
+
+# The box is against the top wall and the goal is not: pushes only slide it along the wall.
+ALONG_THE_WALL = """\
+########
+#  $   #
+#  @   #
+#    . #
+#      #
+#      #
+#      #
+########"""
+
+
+def replay(board, actions):
+    """Play moves and UNDOs from `board`; return every board seen, the start first."""
+    history, seen = [board], [board]
+    for a in actions:
+        if a == UNDO:
+            history.pop()
+        else:
+            history.append(history[-1].apply_action(a))
+        seen.append(history[-1])
+    return seen
+
+
+@pytest.fixture(scope="module")
+def boards():
+    """300 boards from the generator, and whether each can be solved."""
+    rng = np.random.default_rng(7)
+    found = [sk.random_board(rng) for _ in range(300)]
+    return [(b, sk.solve(b)) for b in found]
+
+
+@pytest.fixture(scope="module")
+def data():
+    return sk.make_data(30, 30, 40, seed=0)
+
+
+# ----------------------------------------------------------------------------- the board
+
+
+def test_xsb_round_trip_and_channels():
+    on_goal, box_on_goal = ROUND.replace(".@", " +"), ROUND.replace(".@$", " @*")
+    for text in (ROUND, CORNER, on_goal, box_on_goal):
+        board = sk.from_xsb(text)
+        assert sk.to_xsb(board) == str(board) == text and sk.from_xsb(sk.to_xsb(board)) == board
+        assert sk.from_channels(sk.to_channels(board)) == board
+    board = sk.from_xsb(ROUND)
+    assert board.shape == (8, 8) and (board.player, board.box, board.goal) == (2 * 8 + 2, 2 * 8 + 3, 2 * 8 + 1)
+    planes = sk.to_channels(board)
+    assert planes.shape == (5, 8, 8) and planes.dtype == np.uint8
+    assert planes[0].sum() == 64 - 18 and (planes[0] + planes[1] == 1).all()  # 18 floor squares
+    assert planes[2, 2, 1] == planes[3, 2, 2] == planes[4, 2, 3] == 1 and planes[2:].sum() == 3
+
+
+def test_xsb_marks_on_the_goal_and_other_sizes():
+    on_goal = sk.from_xsb("#####\n#+$ #\n#####", shape=None)
+    assert on_goal.player == on_goal.goal == 6 and sk.to_xsb(on_goal) == "#####\n#+$ #\n#####"
+    solved = sk.from_xsb("#####\n#@* #\n#####", shape=None)
+    assert solved.is_goal() and sk.solve(solved) == [] and sk.nsteps_class(len(sk.solve(solved))) == 1
+    ragged = sk.from_xsb("\n####\n#.$@-_#\n#######\n\n", shape=None)  # blank lines, a short line, '-' and '_'
+    assert ragged.shape == (3, 7) and sk.to_xsb(ragged) == "####   \n#.$@  #\n#######"
+    assert sk.solve(ragged) == [LEFT]
+
+
+def test_a_push_moves_the_box_and_walls_stop_it():
+    board = sk.from_xsb("######\n# @$ #\n#  . #\n######", shape=None)
+    assert board.legal_actions() == [DOWN, LEFT, RIGHT]  # up is a wall
+    pushed = board.apply_action(RIGHT)
+    assert (pushed.player, pushed.box) == (board.box, board.box + 1) and pushed.walls == board.walls
+    assert RIGHT not in pushed.legal_actions()  # the box would go into the wall
+    with pytest.raises(ValueError, match="not a legal move"):
+        pushed.apply_action(RIGHT)
+    with pytest.raises(ValueError, match="not a legal move"):
+        board.apply_action(UP)
+    with pytest.raises(ValueError, match="not a legal move"):
+        board.apply_action(UNDO)  # a board has no history: UNDO is the environment's
+    walked = board.apply_action(DOWN)
+    assert walked.box == board.box and walked.player == board.player + 6
+    # with no walls round it, the edge of the board stops the player and the box
+    edge = sk.from_xsb(". @$", shape=None)
+    assert edge.legal_actions() == [LEFT] and sk.solve(edge) is None
+
+
+def test_boards_hash_by_value():
+    a, b = sk.from_xsb(ROUND), sk.from_xsb(ROUND)
+    assert a == b and hash(a) == hash(b) and len({a, b, a.apply_action(UP)}) == 2
+    assert a.apply_action(UP).apply_action(DOWN) == a
+
+
+@pytest.mark.parametrize("text, message", [
+    (ROUND.replace("#      #\n#.@", "# @    #\n#.@", 1), "one player .*found 2"),
+    (ROUND.replace("@", " "), "one player .*found 0"),
+    (ROUND.replace("#      #\n#.@", "# *    #\n#.@", 1), "one box .*found 2"),
+    (ROUND.replace("$", " "), "one box .*found 0"),
+    (ROUND.replace(".", " "), "one goal .*found 0"),
+    (ROUND.replace("#      #\n#.@", "#  .   #\n#.@", 1), "one goal .*found 2"),
+    (ROUND.replace(" ", "x", 1), "unknown character"),
+    ("\n".join(ROUND.split("\n")[:7]), "must be 8x8, got 7x8"),
+    (ROUND.replace("########\n", "#########\n", 1), "must be 8x8, got 8x9"),
+    ("\n \n", "no board"),
+])
+def test_bad_xsb_is_refused(text, message):
+    with pytest.raises(ValueError, match=message):
+        sk.from_xsb(text)
+
+
+def test_bad_channels_and_boards_are_refused():
+    planes = sk.to_channels(sk.from_xsb(ROUND))
+    box_on_wall = planes.copy()
+    box_on_wall[4] = 0
+    box_on_wall[4, 0, 0] = 1
+    with pytest.raises(ValueError, match="the box is on a wall"):
+        sk.from_channels(box_on_wall)
+    both = planes.copy()
+    both[1, 0, 0] = 1
+    with pytest.raises(ValueError, match="wall or floor"):
+        sk.from_channels(both)
+    two_players = planes.copy()
+    two_players[3, 1, 1] = 1
+    with pytest.raises(ValueError, match="one player, found 2"):
+        sk.from_channels(two_players)
+    with pytest.raises(ValueError, match="0 or 1"):
+        sk.from_channels(planes * 2)
+    with pytest.raises(ValueError, match="planes"):
+        sk.from_channels(planes[:4])
+    board = sk.from_xsb(ROUND)
+    with pytest.raises(ValueError, match="the box is on a wall"):
+        sk.Board(board.walls, board.goal, 0, board.player)
+    with pytest.raises(ValueError, match="same square"):
+        sk.Board(board.walls, board.goal, board.box, board.box)
+    with pytest.raises(ValueError, match="64 bytes"):
+        sk.Board(board.walls[:-1], board.goal, board.box, board.player)
+    with pytest.raises(ValueError, match="each 0 or 1"):
+        sk.Board(board.walls.replace(b"\x01", b"\x02"), board.goal, board.box, board.player)
+
+
+# ----------------------------------------------------------------------------- ground truth
+
+
+def test_bfs_walks_round_the_box():
+    board = sk.from_xsb(ROUND)
+    moves = sk.solve(board)
+    assert len(moves) == 6 and moves[0] == UP and moves[-2:] == [LEFT, LEFT]
+    assert replay(board, moves)[-1].is_goal()
+    assert sk.optimal_moves(board) == [UP, DOWN]  # round the top or the bottom
+    table = sk.moves_to_goal(board)
+    assert table[(board.box, board.player)] == 6 and sk.optimal_moves(board.apply_action(UP), table) == [RIGHT]
+    assert sk.push_distance(board) == 2 and len(sk.solve_astar(board)) == 6
+
+
+@pytest.mark.parametrize("text", [CORNER, ALONG_THE_WALL])
+def test_deadlocked_boxes_have_no_solution(text):
+    board = sk.from_xsb(text)
+    assert sk.solve(board) is None and sk.solve_astar(board) is None
+    assert (board.box, board.player) not in sk.moves_to_goal(board) and sk.optimal_moves(board) == []
+    entry = sk.make_entry(board)
+    assert entry.nsteps == (sk.UNSOLVABLE,) and entry.policy_mask == (False,) and entry.shortest is None
+
+
+def test_astar_finds_bfs_lengths(boards):
+    for board, moves in boards:
+        found = sk.solve_astar(board)
+        assert (found is None) == (moves is None)
+        if moves is not None:
+            assert len(found) == len(moves) and replay(board, found)[-1].is_goal()
+    rate = np.mean([m is not None for _, m in boards])
+    assert 0.1 < rate < 0.5  # most of the post's boards cannot be solved
+
+
+def test_the_backward_table_agrees_with_bfs(boards):
+    solvable = [(b, m) for b, m in boards if m is not None][:15]
+    for board, moves in solvable:
+        table = sk.moves_to_goal(board)
+        assert table[(board.box, board.player)] == len(moves)
+        for (box, player), left in table.items():
+            state = sk.Board(board.walls, board.goal, box, player)
+            assert sk.push_distance(state) <= left  # admissible
+            best = sk.optimal_moves(state, table)
+            assert (best == []) == (left == 0)
+            assert all(table[(state.apply_action(m).box, state.apply_action(m).player)] == left - 1 for m in best)
+        for box, player in list(table)[:: max(1, len(table) // 5)]:  # a few states, checked by forward BFS
+            assert len(sk.solve(sk.Board(board.walls, board.goal, box, player))) == table[(box, player)]
+
+
+# ----------------------------------------------------------------------------- symmetries
+
+
+def test_remapped_moves_solve_the_transformed_board(boards):
+    solvable = [(b, m) for b, m in boards if m][:10]
+    for board, moves in solvable:
+        keys = set()
+        for s in range(sk.N_SYMMETRIES):
+            turned = sk.transform(board, s)
+            mapped = [sk.move_map(s)[m] for m in moves]
+            assert replay(turned, mapped)[-1].is_goal()
+            assert len(sk.solve(turned)) == len(moves)
+            assert sk.canonical_key(turned) == sk.canonical_key(board)
+            keys.add(turned)
+        assert len(keys) == 8  # random boards have no symmetry of their own
+    board = solvable[0][0]
+    assert sk.transform(board, 0) == board and sk.transform(sk.transform(board, 4), 4) == board
+    once = board
+    for _ in range(4):
+        once = sk.transform(once, 1)
+    assert once == board
+    assert sorted(sk.move_map(5)) == list(range(5)) and sk.move_map(0) == (UP, DOWN, LEFT, RIGHT, UNDO)
+    assert sk.move_map(4) == (LEFT, RIGHT, UP, DOWN, UNDO)  # the transpose swaps rows and columns
+    assert sk.canonical_key(board) != sk.canonical_key(solvable[1][0])
+    with pytest.raises(ValueError, match="symmetry"):
+        sk.move_map(8)
+
+
+# ----------------------------------------------------------------------------- the generator
+
+
+def test_the_generator_is_seeded():
+    first = [sk.random_board(np.random.default_rng(3)) for _ in range(2)]
+    rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
+    assert first[0] == first[1]
+    assert [sk.random_board(rng_a) for _ in range(20)] == [sk.random_board(rng_b) for _ in range(20)]
+    assert sk.random_board(np.random.default_rng(6)) != sk.random_board(np.random.default_rng(5))
+
+
+def test_boards_are_two_rooms_with_a_few_walls_speckled():
+    for seed in range(200):
+        rooms = sk.random_rooms(np.random.default_rng(seed))  # the same first draws as random_board's
+        board = sk.random_board(np.random.default_rng(seed))
+        carved = np.zeros((8, 8), bool)
+        for (top, bottom, left, right), area in zip(rooms, (10, 2)):
+            assert 1 <= top <= bottom <= 6 and 1 <= left <= right <= 6
+            assert (bottom - top + 1) * (right - left + 1) >= area
+            carved[top : bottom + 1, left : right + 1] = True
+        floor = ~board.grid
+        assert not (floor & ~carved).any()  # floor only inside the rooms, so the border is wall
+        assert (carved & ~floor).sum() <= 5  # at most 5 walls speckled
+        assert len({board.goal, board.box}) == 2 and board.player != board.box
+    with pytest.raises(ValueError, match="room_areas"):
+        sk.random_board(np.random.default_rng(0), room_areas=(37,))
+    with pytest.raises(ValueError, match="n_walls"):
+        sk.random_board(np.random.default_rng(0), n_walls=(3, 1))
+    with pytest.raises(ValueError, match="Generator"):
+        sk.random_board(0)
+
+
+# ----------------------------------------------------------------------------- data
+
+
+@pytest.mark.parametrize("left, cls", [(None, 0), (0, 1), (1, 2), (3, 2), (4, 3), (11, 3), (12, 4), (32, 4), (33, 5),
+                                       (89, 5), (90, 6), (10_000, 6)])
+def test_nsteps_bins(left, cls):
+    assert sk.nsteps_class(left) == cls
+
+
+def test_nsteps_refuses_negative_counts():
+    with pytest.raises(ValueError, match="moves_left"):
+        sk.nsteps_class(-1)
+
+
+def test_a_detour_is_masked_and_undone():
+    board = sk.from_xsb(ROUND)
+    entry = sk.make_entry(board, rng=np.random.default_rng(0), p_detour=1.0)
+    bad = entry.actions.index(UNDO) - 1
+    assert entry.policy_mask[bad] is False and sum(entry.policy_mask) == len(entry.actions) - 2  # the bad move, the end
+    assert entry.boards[bad + 2] == entry.boards[bad]  # UNDO went back
+    assert entry.actions[bad] not in entry.optimal[bad] and UNDO in entry.optimal[bad + 1]
+    assert entry.shortest == 6 and len(entry.actions) == 6 + 2 + 1
+    assert entry.nsteps[bad + 1] == sk.nsteps_class(6 - bad + 1)  # undo, then what was left
+    clean = sk.make_entry(board)
+    assert clean.nsteps == tuple(sk.nsteps_class(6 - t) for t in range(7)) and clean.actions[-1] == -1
+    with pytest.raises(ValueError, match="rng"):
+        sk.make_entry(board, p_detour=0.5)
+
+
+def test_entries_replay_under_every_symmetry(data):
+    train = data["train"]
+    assert len(train) == 8 * 60 and np.bincount(train.symmetry).tolist() == [60] * 8
+    assert train.solvable.mean() == 0.5 and data["held_out"].solvable.sum() == 20 == len(data["held_out"]) / 2
+    for i in range(len(train)):
+        n = train.lengths[i]
+        boards = replay(train.board(i), [int(a) for a in train.actions[i, : n - 1]])
+        assert boards == [train.board(i, t) for t in range(n)]
+        taken = train.policy_mask[i, :n]
+        assert all(train.optimal[i, t, train.actions[i, t]] for t in np.flatnonzero(taken))
+        assert not train.policy_mask[i, n - 1] and (train.nsteps[i, n:] == -1).all()
+        if train.solvable[i]:
+            assert boards[-1].is_goal() and train.nsteps[i, n - 1] == 1
+            assert train.solution_length[i] == len(sk.solve(boards[0]))
+        else:
+            assert n == 1 and train.nsteps[i, 0] == sk.UNSOLVABLE
+    assert (train.actions == UNDO).sum() == (~train.policy_mask & (train.actions >= 0)).sum() > 0  # one mask per detour
+    goals, planes = train.inputs(np.arange(3))
+    assert goals.shape == (3, 5, 8, 8) and planes.shape == (3, train.box.shape[1], 5, 8, 8)
+    assert (planes[0, 0] == sk.to_channels(train.board(0))).all()
+    assert (goals[:, 3] == 0).all() and (goals[:, 4] == goals[:, 2]).all()  # the box on the goal, no player
+
+
+def test_held_out_boards_have_no_twin_in_training(data):
+    train, held = data["train"], data["held_out"]
+    train_keys = {sk.canonical_key(train.board(i)) for i in range(len(train))}
+    held_keys = {sk.canonical_key(held.board(i)) for i in range(len(held))}
+    assert len(train_keys) == 60 and len(held_keys) == 40 and not train_keys & held_keys
+    again = sk.make_data(30, 30, 40, seed=0)
+    assert all((getattr(again["train"], f) == getattr(train, f)).all() for f in ("walls", "box", "player", "actions"))
+    bigger = sk.make_data(31, 30, 40, seed=0)["held_out"]
+    assert (bigger.walls == held.walls).all() and (bigger.box == held.box).all()
+    assert not (sk.make_data(30, 30, 40, seed=1)["held_out"].walls == held.walls).all()
+
+
+def test_repeated_boards_and_their_twins_are_drawn_once():
+    # One 3x3 room and nothing else: 18 solvable boards up to symmetry, so draws repeat all the time.
+    small = dict(size=5, room_areas=(9,), n_walls=(0, 0))
+    data = sk.make_data(10, 10, 16, seed=0, **small)
+
+    def keys(d):
+        return [sk.canonical_key(d.board(i)) for i in range(len(d)) if d.symmetry[i] == 0]
+
+    train, held = keys(data["train"]), keys(data["held_out"])
+    assert len(set(train)) == 20 and len(set(held)) == 16 and not set(train) & set(held)
+    with pytest.raises(RuntimeError, match="1 solvable and 0 unsolvable boards short"):
+        sk.make_data(11, 10, 16, seed=0, **small)  # 8 held out + 11 > 18
+
+
+# ----------------------------------------------------------------------------- the environment
+
+
+def test_gymnasium_checks_the_environment():
+    for mode in ("ansi", "rgb_array"):
+        env = sk.SokobanEnv(render_mode=mode)
+        env.spec = EnvSpec("toylib/Sokoban-v0", entry_point=sk.SokobanEnv)  # so the checker also tries each render mode
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            check_env(env)
+
+
+def test_the_environment_moves_undoes_and_solves():
+    env = sk.SokobanEnv(ROUND, render_mode="ansi")
+    obs, _ = env.reset(seed=0)
+    start = env.board
+    assert (obs == sk.to_channels(start)).all() and env.render() == ROUND + "\n"
+    assert env.step(UNDO)[4] == {"moved": False}  # nothing to undo yet
+    assert env.step(UP)[4] == {"moved": True} and env.step(UP)[4] == {"moved": False}  # the second UP: a wall
+    env.step(UNDO)
+    assert env.board == start
+    for m in sk.solve(start)[:-1]:
+        assert env.step(m)[1:4] == (0.0, False, False)
+    before = env.board
+    assert env.step(LEFT)[1:3] == (1.0, True)
+    env.step(UNDO)
+    assert env.board == before
+    rgb = sk.SokobanEnv(ROUND, render_mode="rgb_array")
+    rgb.reset()
+    image = rgb.render()
+    assert image.shape == (128, 128, 3) and image.dtype == np.uint8
+    centre = 2 * 16 + 8  # of row 2, and of column 2 (the player); the box is one square right
+    assert (image[centre, centre] == sk._RGB["player"]).all() and (image[centre, centre + 16] == sk._RGB["box"]).all()
+    random_level = sk.SokobanEnv()
+    random_level.reset(seed=1)
+    assert sk.solve(random_level.board) is not None
+    with pytest.raises(ValueError, match="actions are"):
+        env.step(5)
+    with pytest.raises(ValueError, match="render_mode"):
+        sk.SokobanEnv(render_mode="human")
+    with pytest.raises(ValueError, match="8x8"):
+        sk.SokobanEnv("#####\n#@$.#\n#####")
