@@ -24,11 +24,11 @@ import time
 
 import torch
 
-from toylib import cli, life, sequences, tictactoe
+from toylib import cli, life, maze, sequences, tictactoe
 from toylib.device import setup
 from toylib.targets import all_met, format_table, missed
 
-CHAPTERS = {"life": life, "sequences": sequences, "tictactoe": tictactoe}
+CHAPTERS = {"life": life, "sequences": sequences, "tictactoe": tictactoe, "maze": maze}
 HEADER = ("chapter", "seed", "train s", "every target", "missed")
 
 

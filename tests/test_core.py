@@ -2,6 +2,7 @@
 options, attention snapshots, threads, the shared command line, the attention mosaic."""
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -85,6 +86,22 @@ def test_infer_batches_in_eval_mode_without_gradients_and_restores_the_mode():
         infer(model, x[:0])
     with pytest.raises(ValueError, match="batch_size"):
         infer(model, x, batch_size=0)
+
+
+class Pair(NamedTuple):
+    doubled: torch.Tensor
+    sums: torch.Tensor
+
+
+def test_infer_keeps_named_tuples_whole_across_batches():
+    # Seq2SeqPatterns comes back from an encoder-decoder as a named tuple: batches are joined
+    # field by field and the type is kept, also when converted to NumPy
+    model = Doubler()
+    x = np.arange(12, dtype=np.float32).reshape(6, 2)
+    out = infer(model, x, batch_size=4, keep=lambda o, batch: Pair(*o))
+    assert isinstance(out, Pair) and out.sums.tolist() == x.sum(-1).tolist() and out.doubled.shape == (6, 2)
+    as_numpy = infer(model, x, batch_size=5, keep=lambda o, batch: Pair(*o), numpy=True)
+    assert isinstance(as_numpy, Pair) and isinstance(as_numpy.sums, np.ndarray)
 
 
 # ----------------------------------------------------------------------------- training options

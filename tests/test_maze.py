@@ -480,3 +480,109 @@ def test_bad_configs_are_refused():
     ]:
         with pytest.raises(ValueError, match=message):
             dataclasses.replace(MazeConfig(), **change)
+
+
+# ----------------------------------------------------------------------------- look inside, and the board to edit
+
+from toylib import maze as mz  # noqa: E402
+
+
+def _small_set(n=20, seed=8):
+    return mz.make_mazes(n, seed=seed)
+
+
+def test_where_heads_look_counts_every_move_step_once_and_finds_a_forced_look():
+    mazes = _small_set()
+    model = MazeNet(MazeConfig(seed=0))
+    moves = sum(len(s) - 2 for s in mazes.solutions)  # steps that choose a move, not the final STOP
+    with torch.no_grad():  # a bias of +100 on the walker's own tile: every head must look there
+        model.offset_bias.zero_()
+        model.offset_bias[:, model.config.radius, model.config.radius] = 100.0
+    look = mz.where_heads_look(model, mazes)
+    assert look["steps"] == moves
+    np.testing.assert_allclose(look["places"].sum(1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(look["places"][:, 0], 1.0)  # all on the walker's tile
+    assert look["any_head"] == 1.0
+    with torch.no_grad():  # now +100 one tile to the right of the walker: the next tile only on RIGHT moves
+        model.offset_bias.zero_()
+        model.offset_bias[:, model.config.radius, model.config.radius + 1] = 100.0
+    look = mz.where_heads_look(model, mazes)
+    rights = sum(s[1:-1].count(RIGHT) for s in mazes.solutions)
+    assert look["places"][0, 0] == 0.0
+    assert look["places"][0, 1] >= rights / moves - 1e-6  # off the grid's edge the clipped window moves it
+
+
+def test_removing_every_cross_head_cuts_the_decoder_off_from_the_maze():
+    mazes = _small_set(4)
+    model = MazeNet(MazeConfig(seed=1))
+    blind = mz.without_cross_heads(model, range(model.config.n_heads))
+    tokens = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)
+    x = torch.from_numpy(mazes.mazes)
+    with torch.no_grad():
+        a = blind(x, tokens)[0]
+        b = blind(torch.from_numpy(mz.make_mazes(4, seed=99).mazes), tokens)[0]  # other mazes, same moves
+        kept = model(x, tokens)[0]
+    torch.testing.assert_close(a, b)  # the mazes no longer matter
+    assert not torch.allclose(kept, a)
+    assert model.decoder.blocks[0].cross_attn.W_O.weight.abs().sum() > 0  # the original is untouched
+    with pytest.raises(ValueError, match="heads"):
+        mz.without_cross_heads(model, [model.config.n_heads])
+    with pytest.raises(ValueError, match="heads"):
+        mz.without_cross_heads(model, [])
+
+
+def test_dropping_the_causal_mask_matters_only_where_a_later_layer_reads_earlier_positions():
+    mazes = _small_set(3)
+    tokens = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)
+    x = torch.from_numpy(mazes.mazes)
+    post = build_model(dataclasses.replace(POST_CONFIG, n_decoder_layers=2, n_encoder_layers=1, d_mlp=32))
+    one = MazeNet(MazeConfig(seed=2))
+    with torch.no_grad():
+        post_masked, one_masked = post(x, tokens)[0], one(x, tokens)[0]
+        with mz.no_causal_mask(post), mz.no_causal_mask(one):
+            post_open, one_open = post(x, tokens)[0], one(x, tokens)[0]
+        again = post(x, tokens)[0]
+    # one decoder layer: the last position sees every earlier one either way, so greedy decoding
+    # (which reads only the last position) is the same; two layers: the last position changes
+    torch.testing.assert_close(one_open[:, -1], one_masked[:, -1])
+    assert not torch.allclose(post_open[:, -1], post_masked[:, -1])
+    torch.testing.assert_close(again, post_masked)  # the mask is back after the `with`
+
+
+def test_token_accuracy_counts_padding_only_when_asked():
+    mazes = _small_set(30)
+    model = MazeNet(MazeConfig(seed=3))
+    real = token_accuracy(model, mazes)
+    padded = token_accuracy(model, mazes, count_padding=True)
+    tokens = solution_tensor(mazes.solutions)[:, 1:]
+    n_real, n_pad = int((tokens != PAD).sum()), int((tokens == PAD).sum())
+    assert n_pad > 0 and 0 <= real <= 1 and 0 <= padded <= 1
+    # the padded positions are scored as STOP: padded = (real right + padding right) / all
+    assert padded * (n_real + n_pad) >= real * n_real - 1e-3
+
+
+def test_the_editing_board_round_trips_every_maze_and_refuses_a_board_without_a_start():
+    rng = np.random.default_rng(11)
+    for _ in range(100):
+        sample = mz.random_maze(rng, size=(4, 6))
+        layout = from_pixels(sample.maze)
+        cells = mz.edit_cells(layout)
+        assert cells.shape == (7, 11)
+        back = mz.from_edit_cells(cells)
+        assert np.array_equal(exits(back.arms), exits(layout.arms))
+        assert (back.start, back.end) == (layout.start, layout.end)
+        assert len(mz.shortest_path(back)) == len(sample.solution) - 2
+    cells[cells == mz.START_CELL] = mz.FLOOR
+    with pytest.raises(ValueError, match="exactly one start"):
+        mz.from_edit_cells(cells)
+    with pytest.raises(ValueError, match="2R - 1"):
+        mz.from_edit_cells(np.zeros((4, 5), int))
+
+
+def test_solve_frames_has_a_frame_per_move_and_a_panel_per_head():
+    mazes = _small_set(1)
+    model = MazeNet(MazeConfig(seed=4))
+    frames, titles = mz.solve_frames(model, mazes.mazes[0])
+    moves = solve(model, mazes.mazes[0])
+    assert frames.shape == (len(moves) - 1, 1 + model.config.n_heads, *mazes.mazes[0].shape)
+    assert len(titles) == len(frames) and frames.min() >= 0 and frames.max() <= 1

@@ -116,3 +116,9 @@ def test_the_tictactoe_summary_table_is_compared_by_nbval():
     summary = text.split("\n\n")[0]  # the targets; the detail table follows
     assert "held-out test positions" in summary and "exhaustive play as O" in summary
     assert_every_target_met(summary)
+
+
+def test_the_maze_summary_table_is_compared_by_nbval():
+    text = stored_summary("maze.ipynb", "mz.maze_targets(")
+    assert "1,000 test mazes" in text and "7x7 (trained on 5x5)" in text
+    assert_every_target_met(text)

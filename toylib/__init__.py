@@ -14,8 +14,9 @@ Core modules, used by every chapter:
 - ``toylib.cli``       the command line every chapter shares: python -m toylib.<chapter>
 
 One module per chapter: ``toylib.life`` (Conway's Game of Life), ``toylib.sequences``
-(copy, reverse, rotate, filter), ``toylib.tictactoe`` (the game, minimax and its model);
-``toylib.maze`` holds the coming maze chapter's world and data.
+(copy, reverse, rotate, filter), ``toylib.tictactoe`` (the game, minimax and its model),
+``toylib.maze`` (mazes of tiles, BFS, the post's model and a looped one that searches);
+``toylib.sokoban`` holds the coming Sokoban chapter's world, ground truth and data.
 """
 
 __version__ = "0.1.0"

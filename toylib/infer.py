@@ -31,11 +31,17 @@ def _as_tensor(x: Any) -> torch.Tensor:
     return torch.as_tensor(x)
 
 
+def _rebuild(like: tuple | list, items) -> Any:
+    """A tuple, list or named tuple (Seq2SeqPatterns) of the same type as `like`, holding `items`."""
+    items = list(items)
+    return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
+
+
 def _cpu(out: Any) -> Any:
     if isinstance(out, torch.Tensor):
         return out.detach().cpu()
     if isinstance(out, (tuple, list)):
-        return type(out)(_cpu(o) for o in out)
+        return _rebuild(out, (_cpu(o) for o in out))
     raise ValueError(f"a model's batch output must be tensors or tuples of tensors, got {type(out).__name__}")
 
 
@@ -43,13 +49,13 @@ def _cat(parts: list[Any]) -> Any:
     first = parts[0]
     if isinstance(first, torch.Tensor):
         return torch.cat(parts)
-    return type(first)(_cat([p[i] for p in parts]) for i in range(len(first)))
+    return _rebuild(first, (_cat([p[i] for p in parts]) for i in range(len(first))))
 
 
 def _numpy(out: Any) -> Any:
     if isinstance(out, torch.Tensor):
         return out.numpy()
-    return type(out)(_numpy(o) for o in out)
+    return _rebuild(out, (_numpy(o) for o in out))
 
 
 @torch.no_grad()
