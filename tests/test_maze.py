@@ -586,3 +586,7 @@ def test_solve_frames_has_a_frame_per_move_and_a_panel_per_head():
     moves = solve(model, mazes.mazes[0])
     assert frames.shape == (len(moves) - 1, 1 + model.config.n_heads, *mazes.mazes[0].shape)
     assert len(titles) == len(frames) and frames.min() >= 0 and frames.max() <= 1
+
+
+def test_tile_grid_lists_tiles_row_by_row_as_the_tokens_come():
+    assert mz.tile_grid((2, 3)).tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]

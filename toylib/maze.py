@@ -169,15 +169,15 @@ def from_pixels(maze) -> Layout:
 # ----------------------------------------------------------------------------- moves
 
 
-def exits(arms: np.ndarray) -> np.ndarray:
-    """(R, C, 4) bool: whether each move in DIRECTIONS can be made from each tile. Two
-    neighbouring tiles connect when both of the arms that face each other are open; an arm
-    that points off the grid leads nowhere."""
-    out = np.zeros(arms.shape, bool)
-    out[1:, :, 0] = arms[1:, :, 0] & arms[:-1, :, 2]  # up: my up arm and the down arm of the tile above
-    out[:, :-1, 1] = arms[:, :-1, 1] & arms[:, 1:, 3]
-    out[:-1, :, 2] = arms[:-1, :, 2] & arms[1:, :, 0]
-    out[:, 1:, 3] = arms[:, 1:, 3] & arms[:, :-1, 1]
+def exits(arms: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
+    """(..., R, C, 4) bool, as `arms` (a NumPy array, or a batch of tensors): whether each
+    move in DIRECTIONS can be made from each tile. Two neighbouring tiles connect when both
+    of the arms that face each other are open; an arm that points off the grid leads nowhere."""
+    out = torch.zeros_like(arms) if isinstance(arms, torch.Tensor) else np.zeros(arms.shape, bool)
+    out[..., 1:, :, 0] = arms[..., 1:, :, 0] & arms[..., :-1, :, 2]  # up: my up arm and the down arm above
+    out[..., :, :-1, 1] = arms[..., :, :-1, 1] & arms[..., :, 1:, 3]
+    out[..., :-1, :, 2] = arms[..., :-1, :, 2] & arms[..., 1:, :, 0]
+    out[..., :, 1:, 3] = arms[..., :, 1:, 3] & arms[..., :, :-1, 1]
     return out
 
 
@@ -526,13 +526,14 @@ def connections(pixels: torch.Tensor) -> torch.Tensor:
     """`exits` for a batch of mazes, read from their pixels: (batch, R, C, 4) bool, whether
     each move in DIRECTIONS can be made from each tile."""
     tiles = tile_view(pixels)
-    arms = torch.stack([tiles[..., i, j] > 0 for i, j in ARM_ENDS], -1)  # (batch, R, C, 4)
-    out = torch.zeros_like(arms)
-    out[:, 1:, :, 0] = arms[:, 1:, :, 0] & arms[:, :-1, :, 2]
-    out[:, :, :-1, 1] = arms[:, :, :-1, 1] & arms[:, :, 1:, 3]
-    out[:, :-1, :, 2] = arms[:, :-1, :, 2] & arms[:, 1:, :, 0]
-    out[:, :, 1:, 3] = arms[:, :, 1:, 3] & arms[:, :, :-1, 1]
-    return out
+    return exits(torch.stack([tiles[..., i, j] > 0 for i, j in ARM_ENDS], -1))  # arms (batch, R, C, 4)
+
+
+def tile_grid(shape: tuple[int, int], device: torch.device | str | None = None) -> torch.Tensor:
+    """(R*C, 2) long: the (row, column) of every tile, row by row (the order of the tokens)."""
+    rows, cols = torch.meshgrid(torch.arange(shape[0], device=device), torch.arange(shape[1], device=device),
+                                indexing="ij")
+    return torch.stack((rows, cols), -1).view(-1, 2)
 
 
 def start_tiles(pixels: torch.Tensor) -> torch.Tensor:
@@ -729,13 +730,11 @@ class MazeNet(MazeModel):
     def cross_bias(self, moves: torch.Tensor, memory: Memory) -> torch.Tensor:
         """(batch, head, T, tiles): the learned bias for the offset from the
         walker's tile after each move to every tile, clipped to `radius`."""
-        r, (rows, cols) = self.config.radius, memory.shape
+        r = self.config.radius
         here = walk_tiles(moves, memory.start, memory.shape)  # (batch, T, 2)
-        rr, cc = torch.meshgrid(torch.arange(rows), torch.arange(cols),
-                                indexing="ij")
-        grid = torch.stack((rr, cc), -1).view(-1, 2)  # (tiles, 2)
+        grid = tile_grid(memory.shape, moves.device)  # (tiles, 2)
         # (batch, T, tiles, 2): each tile's offset, shifted to 0..2r
-        offset = (grid.to(moves.device) - here[:, :, None]).clamp(-r, r) + r
+        offset = (grid - here[:, :, None]).clamp(-r, r) + r
         # (batch, T, tiles): the offset's place in the flattened window
         index = offset[..., 0] * (2 * r + 1) + offset[..., 1]
         bias = self.offset_bias.flatten(1)[:, index]  # (head, batch, T, tiles)
@@ -766,10 +765,9 @@ class PostMazeNet(MazeModel):
     def encode(self, pixels: torch.Tensor, iterations: int | None = None, keep: bool = True) -> Memory:
         tiles = tile_view(pixels)  # (batch, R, C, TILE, TILE)
         b, rows, cols = tiles.shape[:3]
-        grid = torch.stack(torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij"), -1)
         x = torch.zeros(b, rows * cols, self.config.d_model, device=pixels.device)  # (batch, tiles, d)
         x[..., : TILE * TILE] = tiles.flatten(3).flatten(1, 2).float()
-        x[..., TILE * TILE : TILE * TILE + 2] = grid.view(-1, 2).to(x)
+        x[..., TILE * TILE : TILE * TILE + 2] = tile_grid((rows, cols), pixels.device).to(x)
         states, patterns = self.transformer.encode(x)  # (batch, tiles, d), (batch, layer, head, tiles, tiles)
         return Memory(states, patterns if keep else None, start_tiles(pixels), (rows, cols))
 
@@ -985,7 +983,7 @@ def where_heads_look(model: MazeModel, mazes: MazeSet, batch_size: int = 250) ->
     inputs = tokens[:, :-1].clamp(min=0)  # (n, T): START and the moves, padding read as STOP
     strongest = infer(_Run(model, _strongest_tiles), mazes.mazes, inputs, batch_size=batch_size)  # (n, head, T)
     rows, cols = (s // TILE for s in mazes.mazes.shape[1:])
-    start = torch.from_numpy(np.array([from_pixels(m).start for m in mazes.mazes]))  # (n, 2)
+    start = start_tiles(torch.from_numpy(mazes.mazes))  # (n, 2)
     here = walk_tiles(inputs, start, (rows, cols))  # (n, T, 2): where the walker stands after each token
     nxt = torch.roll(here, -1, dims=1)  # (n, T, 2): where the next move takes it
     moves = (tokens[:, 1:] != PAD) & (tokens[:, 1:] != STOP)  # (n, T): steps whose answer is a move
@@ -1113,9 +1111,8 @@ def maze_widget(model: MazeModel, maze=None, seed: int = 0):
 
     def show():
         lay = state["layout"]
-        cells = edit_cells(lay)
-        moves = solve(model, to_pixels(*lay))
-        check = check_solution(to_pixels(*lay), moves)
+        cells, pixels = edit_cells(lay), to_pixels(*lay)
+        check = check_solution(pixels, solve(model, pixels))
         for (r0, c0), (r1, c1) in zip(check.tiles, check.tiles[1:]):
             cells[r0 + r1, c0 + c1] = PATH  # the passage between two tiles of the walk
             if (r1, c1) != lay.end:
