@@ -9,6 +9,7 @@ from torch import nn
 from toylib.attention import count_parameters
 from toylib.maze import (
     DOWN,
+    EMBED_SIDE,
     LEFT,
     PAD,
     POST_CONFIG,
@@ -455,6 +456,43 @@ def test_the_model_returns_attention_from_its_forward_pass():
     assert patterns.cross.shape == (3, 10, 8, moves.shape[1], 42)
 
 
+def _spread(tokens: torch.Tensor) -> int:
+    """How many directions tokens (n, d) that differ in one input span: 1 when the input is
+    written on one axis as a number, n - 1 when each value has a vector of its own."""
+    return int(torch.linalg.matrix_rank((tokens[1:] - tokens[0]).double()))
+
+
+def test_the_embedded_post_model_runs_and_gives_each_value_its_own_direction():
+    raw = build_model(POST_CONFIG)
+    embedded = build_model(dataclasses.replace(POST_CONFIG, embed=True, d_model=16, n_heads=4))  # 27 not needed
+    for size in ((5, 5), (7, 7)):
+        mazes = make_mazes(3, size=size, seed=4)
+        moves = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)  # (3, T)
+        logits, patterns = embedded(torch.from_numpy(mazes.mazes), moves)
+        assert logits.shape == (3, moves.shape[1], 6)
+        assert patterns.cross.shape == (3, 10, 4, moves.shape[1], size[0] * size[1])
+    # one tile whose centre pixel is 0, 1, 2 or 3: the raw token moves along one axis, the embedded one does not
+    pixels = torch.zeros(4, 5, 10, dtype=torch.uint8)
+    pixels[:, 2, 2] = torch.arange(4)
+    # from the top-left corner STOP, UP, LEFT and START all stay put at step 1: only the move id differs
+    moves = torch.tensor([[STOP], [UP], [LEFT], [START]])
+    for model, spread in ((raw, 1), (embedded, 3)):
+        assert _spread(model.tile_tokens(pixels)[:, 0]) == spread
+        memory = Memory(None, None, torch.zeros(4, 2, dtype=torch.long), (1, 2))
+        assert _spread(model.move_tokens(moves, memory)[:, 0]) == spread
+    # embeddings are made last, so both models' blocks start from the same weights for a seed
+    torch.manual_seed(0)
+    raw = build_model(POST_CONFIG)
+    torch.manual_seed(0)
+    embedded = build_model(dataclasses.replace(POST_CONFIG, embed=True))
+    assert count_parameters(embedded) == 570_502 + 100 * 32 + 32 + (4 * EMBED_SIDE + 6 + EMBED_SIDE**2) * 32
+    pairs = zip(raw.transformer.state_dict().values(), embedded.transformer.state_dict().values())
+    assert all(torch.equal(a, b) for a, b in pairs)
+    too_big = torch.from_numpy(make_mazes(1, size=EMBED_SIDE + 1, seed=0).mazes)
+    with pytest.raises(ValueError, match=f"up to {EMBED_SIDE} tiles"):
+        embedded.encode(too_big)
+
+
 def test_a_short_training_run_learns_and_repeats_itself():
     splits = make_splits(n_train=300, n_val=40, n_test=0, size=3, path_lengths=(2, 6), seed=5)  # 3x3: quick
     config = MazeConfig(steps=150, eval_every=50, batch_size=32, lr=1e-2, warmup=0, seed=0)
@@ -474,6 +512,7 @@ def test_bad_configs_are_refused():
         (dict(model="lstm"), "model must be"),
         (dict(d_model=30, n_heads=4), "multiple of n_heads"),
         (dict(model="post", d_model=16), "at least 27"),
+        (dict(embed=True), "looped model always embeds"),
         (dict(n_decoder_layers=0), "at least 1"),
         (dict(radius=0), "radius"),
         (dict(batch_size=0), "positive"),

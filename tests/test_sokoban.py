@@ -65,7 +65,7 @@ def boards():
 
 @pytest.fixture(scope="module")
 def data():
-    return sk.make_data(30, 30, 40, seed=0)
+    return sk.make_data(30, 30, 40, seed=0, n_val=20)
 
 
 # ----------------------------------------------------------------------------- the board
@@ -328,21 +328,24 @@ def test_entries_replay_under_every_symmetry(data):
 
 
 def test_held_out_boards_have_no_twin_in_training(data):
-    train, held = data["train"], data["held_out"]
+    train, held, val = data["train"], data["held_out"], data["val"]
     train_keys = {sk.canonical_key(train.board(i)) for i in range(len(train))}
     held_keys = {sk.canonical_key(held.board(i)) for i in range(len(held))}
-    assert len(train_keys) == 60 and len(held_keys) == 40 and not train_keys & held_keys
-    again = sk.make_data(30, 30, 40, seed=0)
+    val_keys = {sk.canonical_key(val.board(i)) for i in range(len(val))}
+    assert len(train_keys) == 60 and len(held_keys) == 40 and len(val_keys) == 20
+    assert not train_keys & held_keys and not val_keys & (train_keys | held_keys)
+    assert val.solvable.sum() == 10 and not val.symmetry.any()
+    again = sk.make_data(30, 30, 40, seed=0, n_val=20)
     assert all((getattr(again["train"], f) == getattr(train, f)).all() for f in ("walls", "box", "player", "actions"))
-    bigger = sk.make_data(31, 30, 40, seed=0)["held_out"]
+    bigger = sk.make_data(31, 30, 40, seed=0, n_val=20)["held_out"]
     assert (bigger.walls == held.walls).all() and (bigger.box == held.box).all()
-    assert not (sk.make_data(30, 30, 40, seed=1)["held_out"].walls == held.walls).all()
+    assert not (sk.make_data(30, 30, 40, seed=1, n_val=20)["held_out"].walls == held.walls).all()
 
 
 def test_repeated_boards_and_their_twins_are_drawn_once():
     # One 3x3 room and nothing else: 18 solvable boards up to symmetry, so draws repeat all the time.
     small = dict(size=5, room_areas=(9,), n_walls=(0, 0))
-    data = sk.make_data(10, 10, 16, seed=0, **small)
+    data = sk.make_data(10, 10, 16, seed=0, n_val=0, **small)
 
     def keys(d):
         return [sk.canonical_key(d.board(i)) for i in range(len(d)) if d.symmetry[i] == 0]
@@ -350,7 +353,7 @@ def test_repeated_boards_and_their_twins_are_drawn_once():
     train, held = keys(data["train"]), keys(data["held_out"])
     assert len(set(train)) == 20 and len(set(held)) == 16 and not set(train) & set(held)
     with pytest.raises(RuntimeError, match="1 solvable and 0 unsolvable boards short"):
-        sk.make_data(11, 10, 16, seed=0, **small)  # 8 held out + 11 > 18
+        sk.make_data(11, 10, 16, seed=0, n_val=0, **small)  # 8 held out + 11 > 18
 
 
 # ----------------------------------------------------------------------------- the environment

@@ -21,42 +21,55 @@ from torch import nn
 
 
 def attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Scaled dot-product attention, returning (output, pattern).
 
     q: (..., query_pos, d_head), k and v: (..., key_pos, d_head).
-    mask, broadcastable to (..., query_pos, key_pos): boolean, True where a query may attend;
-    or floating point, a bias added to the scores (a learned preference for some keys).
-    A query row that may attend to nothing gets a pattern of zeros, not NaNs.
+    mask, broadcastable to (..., query_pos, key_pos): boolean, True where a
+    query may attend; or floating point, a bias added to the scores (a
+    learned preference for some keys). A query row that may attend to
+    nothing gets a pattern of zeros, not NaNs.
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., query_pos, key_pos)
+    # (..., query_pos, key_pos)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None and mask.dtype != torch.bool:
         scores, mask = scores + mask, None
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     pattern = torch.softmax(scores, dim=-1)  # (..., query_pos, key_pos)
     if mask is not None:
-        # softmax of an all -inf row is NaN; such a query simply reads nothing
+        # softmax of an all -inf row is NaN; such a query reads nothing
         pattern = torch.nan_to_num(pattern, nan=0.0)
-    return pattern @ v, pattern  # (..., query_pos, d_head), (..., query_pos, key_pos)
+    # (..., query_pos, d_head), (..., query_pos, key_pos)
+    return pattern @ v, pattern
 
 
-def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """(n, n) boolean mask, True on and below the diagonal: position i sees positions <= i."""
+def causal_mask(
+    n: int, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """(n, n) boolean mask, True on and below the diagonal: position i
+    sees positions <= i."""
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
 def sinusoidal_positions(n_ctx: int, d_model: int) -> torch.Tensor:
-    """The fixed position encoding of "Attention Is All You Need": (n_ctx, d_model).
+    """The fixed position encoding of "Attention Is All You Need":
+    (n_ctx, d_model).
 
-    Even columns hold sin(pos / 10000^(2i/d)), odd columns the matching cos, so that a
-    fixed offset between two positions is a rotation of each (sin, cos) pair.
+    Even columns hold sin(pos / 10000^(2i/d)), odd columns the matching
+    cos, so that a fixed offset between two positions is a rotation of
+    each (sin, cos) pair.
     """
     if n_ctx < 1 or d_model < 2:
-        raise ValueError(f"need n_ctx >= 1 and d_model >= 2, got n_ctx={n_ctx}, d_model={d_model}")
+        raise ValueError(f"need n_ctx >= 1 and d_model >= 2, got "
+                         f"n_ctx={n_ctx}, d_model={d_model}")
     pos = torch.arange(n_ctx, dtype=torch.float32)[:, None]  # (n_ctx, 1)
-    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2) / d_model)  # (ceil(d/2),)
+    i = torch.arange(0, d_model, 2)
+    freq = torch.exp(-math.log(10000.0) * i / d_model)  # (ceil(d/2),)
     table = torch.zeros(n_ctx, d_model)
     table[:, 0::2] = torch.sin(pos * freq)
     table[:, 1::2] = torch.cos(pos * freq[: d_model // 2])
@@ -82,7 +95,8 @@ class MultiHeadAttention(nn.Module):
 
     def _heads(self, t: torch.Tensor) -> torch.Tensor:
         b, n, _ = t.shape
-        return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)  # (batch, head, pos, d_head)
+        # (batch, pos, d_model) -> (batch, head, pos, d_head)
+        return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)
 
     def forward(
         self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None
@@ -127,7 +141,9 @@ class EncoderBlock(nn.Module):
         self.mlp = mlp(d_model, d_mlp, dropout)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         z, pattern = self.attn(self.ln_attn(x), mask=mask)
         x = x + self.drop(z)  # (batch, pos, d_model)
         x = x + self.mlp(self.ln_mlp(x))
@@ -267,9 +283,13 @@ class EncoderDecoder(nn.Module):
         src_mask: torch.Tensor | Sequence[torch.Tensor | None] | None = None,
         memory_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, Seq2SeqPatterns]:
-        memory, encoder_patterns = self.encode(src, src_mask)  # (batch, src_pos, d_model)
-        x, self_patterns, cross_patterns = self.decode(tgt, memory, memory_mask)  # (batch, tgt_pos, d_model)
-        return x, Seq2SeqPatterns(encoder_patterns, self_patterns, cross_patterns)
+        # (batch, src_pos, d_model)
+        memory, enc_patterns = self.encode(src, src_mask)
+        # (batch, tgt_pos, d_model)
+        x, self_patterns, cross_patterns = self.decode(
+            tgt, memory, memory_mask)
+        return x, Seq2SeqPatterns(enc_patterns, self_patterns,
+                                  cross_patterns)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -22,16 +22,26 @@ rotated or mirrored twin among the training boards.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
+import torch
+import torch.nn.functional as F
+from matplotlib import animation
+from matplotlib.axes import Axes
+from torch import nn
 
+from toylib.attention import Encoder, EncoderDecoder, MultiHeadAttention, attention, mlp, sinusoidal_positions
+from toylib.decode import beam_search, greedy_decode
+from toylib.device import pick_device, seed_everything
 from toylib.search import astar, bfs, distances
+from toylib.train import History, TrainOptions, fit
 
 # ----------------------------------------------------------------------------- the board
 
@@ -487,6 +497,7 @@ class Entry:
     actions: tuple[int, ...]  # the action taken from each board; -1 from the last
     policy_mask: tuple[bool, ...]  # learn this action? False for a bad move and where there is none
     nsteps: tuple[int, ...]  # nsteps class of each board: the fewest moves left, UNDO counting as one
+    moves_left: tuple[int, ...]  # those fewest moves left themselves; -1 when the board cannot be solved
     optimal: tuple[tuple[int, ...], ...]  # the actions (UNDO too) that keep a shortest way to the goal
     shortest: int | None  # the fewest moves that solve the start board; None when none can
 
@@ -503,7 +514,7 @@ def make_entry(board: Board, table: dict[tuple[int, int], int] | None = None,
         raise ValueError(f"p_detour is a probability, got {p_detour}")
     table = moves_to_goal(board) if table is None else table
     if (board.box, board.player) not in table:
-        return Entry((board,), (-1,), (False,), (UNSOLVABLE,), ((),), None)
+        return Entry((board,), (-1,), (False,), (UNSOLVABLE,), (-1,), ((),), None)
     path, actions = [board], []
     while not path[-1].is_goal():
         actions.append(optimal_moves(path[-1], table)[0])
@@ -525,11 +536,12 @@ def _replay(board: Board, actions: list[int], table: dict[tuple[int, int], int],
     each board. A board's value is its fewest moves left when UNDO counts as a move: its BFS
     distance, or one more than the board UNDO returns to, whichever is less."""
     history = [(board, table.get((board.box, board.player), math.inf))]  # (board, value)
-    boards, nsteps, optimal = [], [], []
+    boards, nsteps, left, optimal = [], [], [], []
     for action in [*actions, None]:
         here, value = history[-1]
         boards.append(here)
         nsteps.append(nsteps_class(value))
+        left.append(value)
         best = [m for m in MOVES if (after := here._after(m)) is not None and table.get(after) == value - 1]
         if len(history) > 1 and history[-2][1] == value - 1:
             best.append(UNDO)
@@ -540,7 +552,7 @@ def _replay(board: Board, actions: list[int], table: dict[tuple[int, int], int],
             after = here.apply_action(action)
             history.append((after, min(table.get((after.box, after.player), math.inf), value + 1)))
     mask = tuple(k != masked for k in range(len(actions))) + (False,)
-    return Entry(tuple(boards), (*actions, -1), mask, tuple(nsteps), tuple(optimal), history[0][1])
+    return Entry(tuple(boards), (*actions, -1), mask, tuple(nsteps), tuple(left), tuple(optimal), history[0][1])
 
 
 # ----------------------------------------------------------------------------- data sets
@@ -559,6 +571,7 @@ class SokobanSet:
     actions: np.ndarray  # (N, T) action taken from each board (MOVES or UNDO); -1 from the last and past the end
     policy_mask: np.ndarray  # (N, T) bool: learn this action (False for a bad move, the last board, padding)
     nsteps: np.ndarray  # (N, T) nsteps class of each board; -1 past the end
+    moves_left: np.ndarray  # (N, T) fewest moves left from each board; -1 when it cannot be solved and past the end
     optimal: np.ndarray  # (N, T, 5) bool: the actions that keep a shortest way to the goal
     lengths: np.ndarray  # (N,) boards in each entry
     solution_length: np.ndarray  # (N,) fewest moves from the start board; -1 when it cannot be solved
@@ -593,18 +606,19 @@ def to_set(entries: Sequence[Entry], source: Sequence[int] | None = None) -> Sok
     n, t = len(entries), max((len(e.boards) for e in entries), default=1)
     box, player = np.full((n, t), -1, np.int16), np.full((n, t), -1, np.int16)  # squares; int8 holds only 11x11
     actions, nsteps = np.full((n, t), -1, np.int8), np.full((n, t), -1, np.int8)
+    left = np.full((n, t), -1, np.int16)
     mask, optimal = np.zeros((n, t), bool), np.zeros((n, t, len(ACTION_NAMES)), bool)
     for i, e in enumerate(entries):
         k = len(e.boards)
         box[i, :k], player[i, :k] = [b.box for b in e.boards], [b.player for b in e.boards]
-        actions[i, :k], mask[i, :k], nsteps[i, :k] = e.actions, e.policy_mask, e.nsteps
+        actions[i, :k], mask[i, :k], nsteps[i, :k], left[i, :k] = e.actions, e.policy_mask, e.nsteps, e.moves_left
         for j, best in enumerate(e.optimal):
             optimal[i, j, list(best)] = True
     starts = [e.boards[0] for e in entries]
     return SokobanSet(
         walls=np.array([b.grid for b in starts], bool).reshape(n, *(starts[0].shape if starts else (SIZE, SIZE))),
         goal=np.array([b.goal for b in starts], np.int16), box=box, player=player, actions=actions,
-        policy_mask=mask, nsteps=nsteps, optimal=optimal, lengths=np.array([len(e.boards) for e in entries], np.int64),
+        policy_mask=mask, nsteps=nsteps, moves_left=left, optimal=optimal, lengths=np.array([len(e.boards) for e in entries], np.int64),
         solution_length=np.array([-1 if e.shortest is None else e.shortest for e in entries], np.int64),
         source=np.arange(n) if source is None else np.asarray(source), symmetry=np.zeros(n, np.int64))
 
@@ -659,20 +673,23 @@ def draw_boards(n_solvable: int, n_unsolvable: int, rng: np.random.Generator, se
 
 
 def make_data(n_solvable: int = 4_000, n_unsolvable: int = 4_000, n_held_out: int = 4_000, seed: int = 0,
-              p_detour: float = 0.5, **generator) -> dict[str, SokobanSet]:
+              p_detour: float = 0.5, n_val: int = 1_000, **generator) -> dict[str, SokobanSet]:
     """The post's data, from one seeded generator: "train", `n_solvable` + `n_unsolvable`
     boards with their entries (`p_detour` of the solvable ones making one bad move and
-    undoing it) under all 8 symmetries; and "held_out", `n_held_out` boards, half of them
-    solvable, one entry each without detours or symmetries, none of them a board, or a
-    rotated or mirrored twin of a board, in "train". The held-out boards are drawn first, so
-    they stay the same when only the training sizes change."""
+    undoing it) under all 8 symmetries; "held_out", `n_held_out` boards, half of them
+    solvable, one entry each without detours or symmetries; and "val", `n_val` more boards
+    like the held-out ones, for choosing when to stop training. No board, nor a rotated or
+    mirrored twin of one, is in two of them. The held-out boards are drawn first, then the
+    validation boards, so they stay the same when only the training sizes change."""
     if not 0.0 <= p_detour <= 1.0:  # checked before the boards are drawn, not after
         raise ValueError(f"p_detour is a probability, got {p_detour}")
     rng, seen = np.random.default_rng(seed), set()
     held_out = draw_boards((n_held_out + 1) // 2, n_held_out // 2, rng, seen, **generator)
+    val = draw_boards((n_val + 1) // 2, n_val // 2, rng, seen, **generator)
     train = draw_boards(n_solvable, n_unsolvable, rng, seen, **generator)
     return {
         "train": augment(to_set([make_entry(b, t or {}, rng, p_detour if t else 0.0) for b, t in train])),
+        "val": to_set([make_entry(b, t or {}) for b, t in val]),
         "held_out": to_set([make_entry(b, t or {}) for b, t in held_out]),
     }
 
@@ -767,3 +784,939 @@ class SokobanEnv(gym.Env):
         if self.render_mode == "rgb_array":
             return render_rgb(self.board)
         return None
+
+
+# ----------------------------------------------------------------------------- the policy
+
+
+@dataclasses.dataclass(frozen=True)
+class SokobanConfig:
+    """A policy and how to train it. The defaults reach the chapter's targets."""
+
+    d_model: int = 64  # width of every token
+    n_heads: int = 8
+    n_layers: int = 3  # transformer blocks over the history (the post: 3)
+    channels: int = 32  # width of the convolutional board encoder
+    conv_layers: int = 4  # 3x3 convolutions per board (looped: passes of the one convolution)
+    looped: bool = False  # one convolution, run conv_layers times
+    dilation: tuple[int, ...] = (1,)  # dilation of each convolution after the first, repeated as needed
+    n_ctx: int = 32  # boards a history holds, the goal board not counted (the post: 32)
+    history: bool = True  # False: the baseline, each board sees only itself and the goal
+    dropout: float = 0.0
+    left_weight: float = 1.0  # weight of the loss on the exact moves left (a finer target beside nsteps; 0: none)
+    steps: int = 2_000  # at most this many batches (cosine decay over them)
+    batch_size: int = 32  # entries per batch (the post: 32)
+    lr: float = 3e-3  # peak learning rate (AdamW)
+    warmup: int = 100
+    weight_decay: float = 0.0
+    grad_clip: float | None = 1.0
+    eval_every: int = 250  # steps between validations
+    n_solvable: int = 4_000  # training boards that can be solved (the post: 4,000) ...
+    n_unsolvable: int = 4_000  # ... and that cannot (the post: 4,000), each under 8 symmetries
+    n_held_out: int = 4_000  # held-out boards, half of them solvable (the post: 4,000)
+    data_seed: int = 0  # which boards: `make_data(seed=data_seed)`
+    seed: int = 0  # initial weights and batch order
+
+    def __post_init__(self):
+        if self.d_model < 1 or self.n_heads < 1 or self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be a positive multiple of n_heads ({self.n_heads})")
+        if min(self.n_layers, self.channels, self.conv_layers, self.n_ctx, self.batch_size) < 1:
+            raise ValueError("n_layers, channels, conv_layers, n_ctx and batch_size must be at least 1")
+
+    def train_options(self) -> TrainOptions:
+        return TrainOptions(steps=self.steps, lr=self.lr, weight_decay=self.weight_decay, schedule="cosine",
+                            warmup=self.warmup, grad_clip=self.grad_clip, eval_every=self.eval_every,
+                            monitor="val_loss", restore_best=True)
+
+
+MAX_LEFT = 46  # the exact moves-left target counts up to this many (longer held-out solutions: 28)
+
+
+class BoardEncoder(nn.Module):
+    """A board's 5 planes to one token: 3x3 convolutions, then a linear map of the whole
+    feature map, so that the token keeps where things are. With `looped`, one convolution
+    runs `layers` times with the board added back each time: every pass carries news one
+    square further, as one ring of a breadth-first search does."""
+
+    def __init__(self, channels: int, layers: int, d_model: int, size: int = SIZE, looped: bool = False,
+                 dilation: Sequence[int] = (1,)):
+        super().__init__()
+        self.looped, self.layers = looped, layers
+        self.inp = nn.Conv2d(len(CHANNELS), channels, 3, padding=1)
+        n = 1 if looped else layers - 1
+        self.convs = nn.ModuleList(nn.Conv2d(channels, channels, 3, padding=dilation[i % len(dilation)],
+                                             dilation=dilation[i % len(dilation)]) for i in range(n))
+        self.out = nn.Linear(channels * size * size, d_model)
+
+    def forward(self, planes: torch.Tensor) -> torch.Tensor:
+        board = self.inp(planes.float())  # (n, channels, rows, cols)
+        x = F.gelu(board)
+        if self.looped:
+            floor = planes[:, 1:2].float()  # (n, 1, rows, cols): news travels over floor only, as BFS does
+            for _ in range(self.layers - 1):
+                x = F.gelu(self.convs[0](x) + board) * floor
+        else:
+            for conv in self.convs:
+                x = F.gelu(conv(x))
+        return self.out(x.flatten(1))  # (n, d_model)
+
+
+class SokobanPolicy(nn.Module):
+    """The goal board and the boards so far as tokens, a causal transformer over them, and
+    two heads at every board: the next action (MOVES and UNDO) and the nsteps class.
+
+    tokens(planes (n, 5, rows, cols)) -> (n, d_model): a board's token; solving caches them.
+    attend(goal (B, d), boards (B, T, d)) -> (action logits (B, T, 5), nsteps logits
+        (B, T, N_NSTEPS), patterns (B, layer, head, T + 1, T + 1)); position 0 is the goal.
+    forward(goal planes (B, 5, rows, cols), board planes (B, T, 5, rows, cols), lengths=None)
+        does both; with `lengths` (B,) only real boards go through the encoder.
+    With config.history False (the baseline) each board attends only to the goal and itself.
+    """
+
+    def __init__(self, config: SokobanConfig = SokobanConfig()):
+        super().__init__()
+        self.config = c = config
+        self.encoder = BoardEncoder(c.channels, c.conv_layers, c.d_model, looped=c.looped, dilation=c.dilation)
+        self.position = nn.Embedding(c.n_ctx + 1, c.d_model)  # 0: the goal, then the boards in order
+        self.blocks = Encoder(c.n_layers, c.d_model, c.n_heads, 4 * c.d_model, c.dropout, causal=True)
+        self.action_head = nn.Linear(c.d_model, len(ACTION_NAMES))
+        self.nsteps_head = nn.Linear(c.d_model, N_NSTEPS)
+        self.left_head = nn.Linear(c.d_model, MAX_LEFT + 2)  # unsolvable, then 0..MAX_LEFT moves left
+
+    def tokens(self, planes: torch.Tensor) -> torch.Tensor:
+        return self.encoder(planes)  # (n, d_model)
+
+    def attend(self, goal: torch.Tensor, boards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        b, t, _ = boards.shape
+        if t > self.config.n_ctx:
+            raise ValueError(f"the policy holds {self.config.n_ctx} boards, got a history of {t}")
+        x = torch.cat([goal[:, None], boards], 1)  # (B, T + 1, d)
+        x = x + self.position.weight[: t + 1]
+        mask = None
+        if not self.config.history:  # the goal (column 0) and the board itself; the blocks add the causal mask
+            mask = torch.eye(t + 1, dtype=torch.bool, device=x.device)
+            mask[:, 0] = True
+        x, patterns = self.blocks(x, mask)  # (B, T + 1, d), (B, layer, head, T + 1, T + 1)
+        x = x[:, 1:]  # (B, T, d): the boards
+        return self.action_head(x), self.nsteps_head(x), patterns, self.left_head(x)
+
+    def forward(self, goal: torch.Tensor, boards: torch.Tensor,
+                lengths: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        b, t = boards.shape[:2]
+        if lengths is None:
+            tokens = self.tokens(boards.flatten(0, 1)).view(b, t, -1)  # (B, T, d)
+        else:  # padding never reaches a real board (attention is causal): skip its convolutions
+            real = torch.arange(t, device=boards.device) < lengths[:, None]  # (B, T)
+            tokens = boards.new_zeros(b, t, self.config.d_model, dtype=torch.float32)
+            tokens[real] = self.tokens(boards[real])
+        return self.attend(self.tokens(goal), tokens)
+
+
+def _batch(data: SokobanSet, index: np.ndarray) -> tuple[torch.Tensor, ...]:
+    """Entries `index` as tensors, cut to their longest: goal planes (B, 5, R, C), board
+    planes (B, T, 5, R, C), lengths (B,), actions, policy mask, nsteps (B, T), optimal (B, T, 5)."""
+    t = int(data.lengths[index].max())
+    goal, boards = data.inputs(index)
+    return (torch.from_numpy(goal), torch.from_numpy(boards[:, :t]), torch.from_numpy(data.lengths[index]),
+            torch.from_numpy(data.actions[index, :t]).long(), torch.from_numpy(data.policy_mask[index, :t]),
+            torch.from_numpy(data.nsteps[index, :t]).long(), torch.from_numpy(data.optimal[index, :t]),
+            torch.from_numpy(data.moves_left[index, :t]).long())
+
+
+def sokoban_loss(model: SokobanPolicy, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, dict[str, float]]:
+    """The policy's loss: -log of the probability it gives to the optimal actions together
+    (any shortest solution is right), where the mask lets the action be learned, plus the
+    cross-entropy of the nsteps class at every real board."""
+    device = next(model.parameters()).device
+    goal, boards, lengths, actions, mask, nsteps, optimal, left = (x.to(device) for x in batch)
+    action_logits, nsteps_logits, _, left_logits = model(goal, boards, lengths)  # (B, T, 5), (B, T, N_NSTEPS)
+    learn = mask & optimal.any(-1)  # (B, T)
+    logp = torch.log_softmax(action_logits[learn], -1)  # (n, 5)
+    policy_loss = -torch.logsumexp(logp.masked_fill(~optimal[learn], -math.inf), -1).mean()
+    real = nsteps >= 0
+    nsteps_loss = F.cross_entropy(nsteps_logits[real], nsteps[real])
+    loss = policy_loss + nsteps_loss
+    if model.config.left_weight:
+        left_class = torch.where(left < 0, 0, left.clamp(max=MAX_LEFT) + 1)  # (B, T)
+        loss = loss + model.config.left_weight * F.cross_entropy(left_logits[real], left_class[real])
+    return loss, {"policy_loss": policy_loss.item(), "nsteps_loss": nsteps_loss.item()}
+
+
+def _entries(data: SokobanSet, batch_size: int, generator: torch.Generator) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Endless shuffled batches of entries, epoch after epoch."""
+    while True:
+        order = torch.randperm(len(data), generator=generator).numpy()
+        for i in range(0, len(order) - batch_size + 1, batch_size):
+            yield _batch(data, np.sort(order[i : i + batch_size]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Accuracies:
+    """What teacher forcing on held-out entries measures (the post's supervised metrics, and ours)."""
+
+    solvability: float  # the start board's nsteps says "unsolvable" exactly when it is
+    policy_top1: float  # the most likely action is the entry's action (the post's one label)
+    policy_top2: float  # the entry's action is among the two most likely
+    optimal: float  # the most likely action keeps a shortest solution (any of them)
+    nsteps_top1: float  # the most likely nsteps class is right, at every board
+    nsteps_top2: float
+    loss: float  # the training loss on these entries
+
+
+def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) -> Accuracies:
+    """Teacher-forced measures of `model` on every entry of `data`."""
+    was_training, sums, counts, losses = model.training, {}, {}, []
+    model.eval()
+    device = next(model.parameters()).device
+
+    def add(name, hits):
+        sums[name] = sums.get(name, 0) + int(hits.sum())
+        counts[name] = counts.get(name, 0) + hits.numel()
+
+    with torch.no_grad():
+        for i in range(0, len(data), batch_size):
+            batch = _batch(data, np.arange(i, min(i + batch_size, len(data))))
+            losses.append((sokoban_loss(model, batch)[0].item(), len(batch[0])))
+            goal, boards, lengths, actions, mask, nsteps, optimal, _ = (x.to(device) for x in batch)
+            action_logits, nsteps_logits = model(goal, boards, lengths)[:2]
+            top2 = action_logits.topk(2, -1).indices  # (B, T, 2)
+            learn = mask & optimal.any(-1)
+            add("policy_top1", (top2[..., 0] == actions)[learn])
+            add("policy_top2", (top2 == actions[..., None]).any(-1)[learn])
+            add("optimal", optimal.gather(-1, top2[..., :1]).squeeze(-1)[learn])
+            n2 = nsteps_logits.topk(2, -1).indices
+            real = nsteps >= 0
+            add("nsteps_top1", (n2[..., 0] == nsteps)[real])
+            add("nsteps_top2", (n2 == nsteps[..., None]).any(-1)[real])
+            add("solvability", (n2[:, 0, 0] == UNSOLVABLE) == (nsteps[:, 0] == UNSOLVABLE))
+    model.train(was_training)
+    loss = sum(l * n for l, n in losses) / sum(n for _, n in losses)
+    return Accuracies(**{k: sums[k] / counts[k] for k in sums}, loss=loss)
+
+
+def train_sokoban(
+    config: SokobanConfig = SokobanConfig(),
+    data: dict[str, SokobanSet] | None = None,
+    device: torch.device | str | None = None,
+    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
+    progress: bool = True,
+) -> tuple[SokobanPolicy, History]:
+    """Build a policy from `config` and train it on `data["train"]` (default: `make_data` with
+    the config's sizes and data_seed), validating on `data["val"]` every `eval_every` steps
+    (the held-out boards are never looked at). Out of steps, the best validated weights are
+    restored."""
+    data = data or make_data(config.n_solvable, config.n_unsolvable, config.n_held_out, seed=config.data_seed)
+    seed_everything(config.seed)
+    device = device or pick_device()
+    model = SokobanPolicy(config).to(device)
+    gen = torch.Generator().manual_seed(config.seed)
+
+    def evaluate(m):
+        a = accuracies(m, data["val"])
+        return {"val_loss": a.loss, "val_optimal": a.optimal, "val_solvability": a.solvability}
+
+    history = fit(model, _entries(data["train"], config.batch_size, gen), sokoban_loss, config.train_options(),
+                  eval_fn=evaluate, callback=callback, device=device, progress=progress)
+    return model, history
+
+
+# ----------------------------------------------------------------------------- solving with the policy
+
+START = len(ACTION_NAMES)  # the token that begins every action sequence the decoders grow
+
+
+class Walks:
+    """Action sequences from start boards, as the core's decoders (`greedy_decode`,
+    `beam_search`) grow them: a row of tokens is START and then actions. Row i starts from
+    `starts[i]`, or every row from the one start. Boards are replayed once per sequence and
+    cached, and so are the policy's tokens of the boards a sequence has seen, so that a step
+    encodes only each row's new board, all rows in one batch.
+
+    The hooks: `next_logp` (the policy's action scores after the boards so far), `legal`
+    (the moves a board allows, and UNDO once there is a move to take back), `done` (the box
+    is on the goal) and `key` (the board a sequence has reached, for merging beams). A row
+    that greedy decoding has ended is padded with START, which leaves its board as it is."""
+
+    def __init__(self, model: SokobanPolicy, starts: Sequence[Board]):
+        if not starts:
+            raise ValueError("no boards to solve")
+        if any(not isinstance(b, Board) or b.shape != (SIZE, SIZE) for b in starts):
+            raise ValueError(f"the policy reads {SIZE}x{SIZE} Boards")
+        self.model, self.starts = model, list(starts)
+        self.device = next(model.parameters()).device
+        walls = np.stack([b.grid for b in self.starts])
+        goal = np.array([b.goal for b in self.starts])
+        self.goal = self._tokens(encode(walls, goal, goal, -1))  # (N, d)
+        self.stacks: dict[tuple, tuple[Board, ...]] = {}  # (start, actions) -> the undo stack, current board last
+        self.history: dict[tuple, torch.Tensor] = {}  # (start, actions) -> tokens of the boards seen (t, d)
+
+    def _tokens(self, planes: np.ndarray) -> torch.Tensor:
+        with torch.no_grad():
+            return self.model.tokens(torch.from_numpy(planes).to(self.device))  # (n, d)
+
+    def _keys(self, tokens: torch.Tensor) -> list[tuple]:
+        one = len(self.starts) == 1
+        return [(0 if one else i, tuple(row[1:])) for i, row in enumerate(tokens.tolist())]
+
+    def stack(self, key: tuple) -> tuple[Board, ...]:
+        """The undo stack that the actions `key[1]` leave on board `key[0]`: replayed once."""
+        if key not in self.stacks:
+            start, actions = key
+            if not actions:
+                self.stacks[key] = (self.starts[start],)
+            else:
+                before, move = self.stack((start, actions[:-1])), actions[-1]
+                if move == START:
+                    self.stacks[key] = before
+                elif move == UNDO:
+                    self.stacks[key] = before[:-1]
+                else:
+                    self.stacks[key] = (*before, before[-1].apply_action(move))
+        return self.stacks[key]
+
+    def boards(self, tokens: torch.Tensor) -> list[Board]:
+        """The board each row has reached."""
+        return [self.stack(k)[-1] for k in self._keys(tokens)]
+
+    def next_logp(self, tokens: torch.Tensor) -> torch.Tensor:
+        keys = self._keys(tokens)
+        live = [i for i, (_, a) in enumerate(keys) if not a or a[-1] != START]  # ended rows are not asked
+        new = [k for k in dict.fromkeys(keys[i] for i in live) if k not in self.history]
+        if new:
+            here = [self.stack(k)[-1] for k in new]
+            planes = encode(np.stack([b.grid for b in here]), [b.goal for b in here], [b.box for b in here],
+                            [b.player for b in here])
+            for (start, actions), token in zip(new, self._tokens(planes)):
+                before = self.history[(start, actions[:-1])] if actions else token[:0]
+                self.history[(start, actions)] = torch.cat([before, token[None]])  # (t, d)
+        scores = torch.zeros(len(keys), START + 1, device=self.device)
+        if live:
+            history = torch.stack([self.history[keys[i]] for i in live])  # (n, t, d)
+            goal = self.goal[[keys[i][0] for i in live]]  # (n, d)
+            with torch.no_grad():
+                scores[live, :START] = self.model.attend(goal, history)[0][:, -1]
+        scores[:, START] = -math.inf  # START is never next
+        return scores
+
+    def legal(self, tokens: torch.Tensor) -> torch.Tensor:
+        allowed = torch.zeros(len(tokens), START + 1, dtype=torch.bool)
+        for i, k in enumerate(self._keys(tokens)):
+            stack = self.stack(k)
+            allowed[i, stack[-1].legal_actions()] = True
+            allowed[i, UNDO] = len(stack) > 1
+        return allowed.to(tokens.device)
+
+    def done(self, tokens: torch.Tensor) -> torch.Tensor:
+        return torch.tensor([b.is_goal() for b in self.boards(tokens)], device=tokens.device)
+
+    def key(self, tokens: torch.Tensor) -> tuple[int, int]:
+        board = self.boards(tokens[None])[0]
+        return board.box, board.player
+
+
+def _moves(tokens: torch.Tensor, length: int) -> list[int]:
+    return [int(a) for a in tokens[1:length]]
+
+
+def solve_greedy(model: SokobanPolicy, boards: Sequence[Board], batch_size: int = 500) -> list[list[int] | None]:
+    """Play each board with the policy's most likely legal action until the box is on the
+    goal or the history is full: the actions, or None when the board was not solved."""
+    found = []
+    for i in range(0, len(boards), batch_size):
+        walks = Walks(model, boards[i : i + batch_size])
+        start = torch.full((len(walks.starts), 1), START, device=walks.device)
+        out = greedy_decode(walks.next_logp, start, max_len=model.config.n_ctx, legal=walks.legal, done=walks.done,
+                            pad=START)
+        ends = walks.boards(out.tokens)
+        found += [_moves(t, n) if b.is_goal() and f else None
+                  for t, n, b, f in zip(out.tokens, out.lengths.tolist(), ends, out.finished.tolist())]
+    return found
+
+
+def solve_beam(model: SokobanPolicy, board: Board, width: int = 32) -> list[int] | None:
+    """Beam search of `width` over legal actions, ranked by the running sum of the policy's
+    log-likelihood, merging beams that reach the same board, until a beam solves the board
+    (the best of those that do, on that step) or the history is full."""
+    if board.is_goal():
+        return []
+    walks = Walks(model, [board])
+    beams = beam_search(walks.next_logp, torch.tensor([START], device=walks.device), width=width,
+                        max_len=model.config.n_ctx, legal=walks.legal, done=walks.done, key=walks.key, first=True)
+    best = beams[0]
+    return _moves(best.tokens, len(best.tokens)) if best.finished else None
+
+
+# ----------------------------------------------------------------------------- looking inside
+
+# Each nsteps class in words: UNSOLVABLE, then the moves left that `nsteps_class` puts in it.
+NSTEPS_WORDS = ("unsolvable", "solved", "1..3", "4..11", "12..32", "33..89", "90+")
+
+
+def _as_board(board: Board | str) -> Board:
+    """A Board of the policy's size, from a Board or its XSB text."""
+    if isinstance(board, str):
+        board = from_xsb(board)
+    if not isinstance(board, Board):
+        raise ValueError(f"a board is a Board or its XSB text, got {type(board).__name__}")
+    if board.shape != (SIZE, SIZE):
+        raise ValueError(f"the policy reads {SIZE}x{SIZE} boards, got {board.shape[0]}x{board.shape[1]}")
+    return board
+
+
+def _visit(board: Board, actions: Sequence[int]) -> list[Board]:
+    """The boards that `actions` pass through from `board`, start first: the history the
+    policy reads. UNDO goes back one move, to the board before it, which joins the history
+    again (as in `Walks` and in training)."""
+    stack, visited = [board], [board]
+    for k, action in enumerate(actions):
+        if action == UNDO:
+            if len(stack) == 1:
+                raise ValueError(f"action {k} is undo, with no move to take back")
+            stack.pop()
+        else:
+            try:
+                stack.append(stack[-1].apply_action(action))
+            except ValueError as e:
+                raise ValueError(f"action {k}: {e}") from None
+        visited.append(stack[-1])
+    return visited
+
+
+@contextlib.contextmanager
+def _evaluating(model: SokobanPolicy) -> Iterator[None]:
+    """The model in eval mode and without gradients, put back as it was afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def _read(model: SokobanPolicy, boards: Sequence[Board]) -> tuple[torch.Tensor, ...]:
+    """One teacher-forced pass over a history (start first): (action logits (T, 5), nsteps
+    logits (T, N_NSTEPS), patterns (layer, head, T + 1, T + 1)), on the CPU. Attention is
+    causal, so row t is what the policy makes of board t having seen boards 0..t only."""
+    if not boards or len(boards) > model.config.n_ctx:
+        raise ValueError(f"the policy reads 1 to {model.config.n_ctx} boards, got {len(boards)}")
+    device = next(model.parameters()).device
+    walls = np.stack([b.grid for b in boards])  # (T, rows, cols)
+    planes = encode(walls, [b.goal for b in boards], [b.box for b in boards],
+                    [b.player for b in boards])  # (T, 5, rows, cols)
+    goal = encode(walls[0], boards[0].goal, boards[0].goal, -1)  # (5, rows, cols): no player
+    with _evaluating(model):
+        action, nsteps, patterns = model(torch.from_numpy(goal[None]).to(device),
+                                         torch.from_numpy(planes[None]).to(device))[:3]
+    return action[0].cpu(), nsteps[0].cpu(), patterns[0].cpu()
+
+
+def _greedy_walk(model: SokobanPolicy, board: Board) -> list[int]:
+    """The actions `solve_greedy` plays from `board`, kept whether or not they solve it."""
+    if board.is_goal():
+        return []
+    with _evaluating(model):
+        walks = Walks(model, [board])
+        start = torch.full((1, 1), START, device=walks.device)
+        out = greedy_decode(walks.next_logp, start, max_len=model.config.n_ctx, legal=walks.legal,
+                            done=walks.done, pad=START)
+    return [int(a) for a in out.tokens[0, 1 : int(out.lengths[0])]]
+
+
+class SolveFrames(NamedTuple):
+    """A solve by the policy, one frame per board of its history (T boards)."""
+
+    boards: list[Board]  # (T,) the boards visited, start first
+    actions: list[int]  # (T - 1,) the action taken from each board but the last
+    images: np.ndarray  # (T, rows * px, cols * px, 3) uint8: `render_rgb` of each board
+    attention: np.ndarray  # (T, heads, width): board t's pattern over [goal, board 0..t], 0 beyond
+    nsteps: np.ndarray  # (T,) the nsteps class the policy gives each board
+    titles: list[str]  # (T,) step, the nsteps class in words, the action taken
+    solved: bool  # the last board has the box on the goal
+
+
+def solve_frames(model: SokobanPolicy, board: Board | str, actions: Sequence[int] | None = None,
+                 layer: int = -1, width: int | None = None, px: int = 16) -> SolveFrames:
+    """What an animation of the policy solving `board` needs: each board of the solve, and
+    where that board's token looks in `layer`, head by head, over the goal and the boards so
+    far. The actions are the policy's greedy play (`solve_greedy`'s, kept even when it fails)
+    unless `actions` are given (a `solve_beam` result, or BFS's `solve`), and the patterns
+    come from one teacher-forced pass over the boards, which is what the policy saw at each
+    step (its attention is causal).
+
+    The last layer by default: its output is all the action and nsteps heads read, and its
+    heads are kept apart because they look at different boards (a mean over heads or layers
+    would blur a head that looks at the goal into one that looks at the board before).
+    Each pattern row is padded with zeros to `width` keys (default T + 1, this solve's), so
+    that every frame has one shape; a longer width lines up solves of different lengths."""
+    board = _as_board(board)
+    actions = _greedy_walk(model, board) if actions is None else [int(a) for a in actions]
+    boards = _visit(board, actions)
+    t = len(boards)
+    width = t + 1 if width is None else width
+    if not isinstance(width, (int, np.integer)) or width < t + 1:
+        raise ValueError(f"width must hold the goal and all {t} boards, at least {t + 1}; got {width!r}")
+    n_layers = model.config.n_layers
+    if not isinstance(layer, (int, np.integer)) or not -n_layers <= layer < n_layers:
+        raise ValueError(f"layer is -{n_layers}..{n_layers - 1}, got {layer!r}")
+    _, nsteps_logits, patterns = _read(model, boards)  # (T, N_NSTEPS), (layer, head, T + 1, T + 1)
+    attention = np.zeros((t, model.config.n_heads, width), np.float32)
+    attention[:, :, : t + 1] = patterns[layer, :, 1:].transpose(0, 1).numpy()  # (T, head, T + 1): board queries
+    nsteps = nsteps_logits.argmax(-1).numpy()  # (T,)
+    titles = []
+    for k, here in enumerate(boards):
+        then = (f"then {ACTION_NAMES[actions[k]]}" if k < len(actions)
+                else "solved" if here.is_goal() else "not solved")
+        titles.append(f"step {k}: nsteps {NSTEPS_WORDS[nsteps[k]]}; {then}")
+    images = np.stack([render_rgb(b, px) for b in boards])  # (T, rows * px, cols * px, 3)
+    return SolveFrames(boards, actions, images, attention, nsteps, titles, boards[-1].is_goal())
+
+
+def animate_solve(frames: SolveFrames, size: float = 2.4, dpi: int = 70,
+                  interval: int = 600) -> animation.FuncAnimation:
+    """The board beside its attention, one frame per step: heads down, keys across (the goal,
+    then boards 0, 1, ...), the keys the board cannot see yet left blank and its own key
+    outlined. Show it with `toylib.plot.show_animation`. (`toylib.plot.animate` draws 2-D
+    arrays with one colour map; a board is an RGB image, hence this helper.)"""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    t, heads, width = frames.attention.shape
+    shown = np.where(np.arange(width) <= np.arange(t)[:, None, None] + 1, frames.attention, np.nan)
+    fig, (ax_board, ax_att) = plt.subplots(1, 2, figsize=(size * 2.8, size + 0.5), dpi=dpi,
+                                           gridspec_kw={"width_ratios": [1, 1.8]})
+    board = ax_board.imshow(frames.images[0], interpolation="nearest")
+    ax_board.set_axis_off()
+    att = ax_att.imshow(shown[0], cmap="magma", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    every = max(1, width // 8)
+    ticks = [0, *range(1 + every, width, every)]  # board 0 (key 1) unlabelled: "goal" needs the room
+    ax_att.set_xticks(ticks, ["goal" if k == 0 else str(k - 1) for k in ticks], fontsize=7)
+    ax_att.set_yticks(range(heads), [f"head {h}" for h in range(heads)], fontsize=7)
+    ax_att.set_xlabel("key: the goal, then board 0, 1, ...", fontsize=7)
+    own = ax_att.add_patch(Rectangle((0.5, -0.5), 1, heads, fill=False, ec="#17becf", lw=1.5))
+    title = fig.suptitle(frames.titles[0], fontsize=9)
+    fig.tight_layout()
+
+    def draw(k: int):
+        board.set_data(frames.images[k])
+        att.set_data(shown[k])
+        own.set_x(k + 0.5)  # board k is key k + 1
+        title.set_text(frames.titles[k])
+        return board, att, own
+
+    anim = animation.FuncAnimation(fig, draw, frames=t, interval=interval, blit=False)
+    plt.close(fig)  # the animation keeps the figure; a stray static copy would show otherwise
+    return anim
+
+
+class NstepsAlong(NamedTuple):
+    """The policy's nsteps head at each board of a history (T boards), beside the truth."""
+
+    boards: list[Board]  # (T,) the boards visited, start first
+    actions: list[int]  # (T - 1,)
+    probs: np.ndarray  # (T, N_NSTEPS) the policy's probability of each nsteps class
+    moves_left: np.ndarray  # (T,) BFS's fewest moves from each board on its own; -1: none can solve it
+    truth: np.ndarray  # (T,) nsteps_class of moves_left: UNSOLVABLE where the board is dead
+    target: np.ndarray  # (T,) training's label: UNDO is a move, so a dead board after a bad push is not UNSOLVABLE
+
+
+def nsteps_along(model: SokobanPolicy, board: Board | str, actions: Sequence[int] | None = None) -> NstepsAlong:
+    """The nsteps class probabilities the policy gives each board it is shown, teacher-forced
+    along `actions` from `board` (default: BFS's shortest solution; no moves when the board
+    cannot be solved), beside two answers. `truth` is the board's own: BFS from it alone,
+    UNSOLVABLE when it is dead. `target` is the label training used: with UNDO a move, a
+    board reached by a bad push is one undo more than the board before it, so only a board
+    dead from the start is labelled UNSOLVABLE. The two differ exactly after such a push."""
+    board = _as_board(board)
+    if actions is None:
+        actions = solve(board) or []
+    actions = [int(a) for a in actions]
+    boards = _visit(board, actions)
+    table = moves_to_goal(board)  # one table serves every board: they share walls and goal
+    left = np.array([table.get((b.box, b.player), -1) for b in boards])  # (T,)
+    truth = np.array([nsteps_class(int(n) if n >= 0 else None) for n in left])
+    if left[0] >= 0:
+        target = np.array(_replay(board, actions, table, None).nsteps)
+    else:  # every board reached from a dead one is dead too
+        target = np.full(len(boards), UNSOLVABLE)
+    _, nsteps_logits, _ = _read(model, boards)  # (T, N_NSTEPS)
+    probs = torch.softmax(nsteps_logits, -1).numpy()
+    return NstepsAlong(boards, actions, probs, left, truth, target)
+
+
+def first_deadlock(board: Board | str, actions: Sequence[int] | None = None) -> tuple[int, int] | None:
+    """(step, move): the first board along `actions` (default: BFS's solution) that can still
+    be solved, and is not yet, where a legal push leaves it dead, and that push; None if
+    there is none.
+    Only a push can kill a board: the player can always walk back."""
+    board = _as_board(board)
+    actions = (solve(board) or []) if actions is None else list(actions)
+    table = moves_to_goal(board)
+    for k, here in enumerate(_visit(board, actions)):
+        if here.is_goal() or (here.box, here.player) not in table:
+            continue
+        for move in here.legal_actions():
+            after = here.apply_action(move)
+            if after.box != here.box and (after.box, after.player) not in table:
+                return k, move
+    return None
+
+
+def draw_nsteps(ax: Axes, along: NstepsAlong, title: str | None = None) -> Axes:
+    """The nsteps probabilities as a heat map, classes down and steps across, with the truth
+    of each board (circles) and, where training taught otherwise, its target (crosses)."""
+    t = len(along.boards)
+    ax.imshow(along.probs.T, cmap="Blues", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    steps = np.arange(t)
+    ax.scatter(steps, along.truth, s=40, facecolors="none", edgecolors="#d62728", lw=1.5, label="truth")
+    other = along.target != along.truth
+    if other.any():
+        ax.scatter(steps[other], along.target[other], s=40, marker="x", c="#ff7f0e",
+                   label="training's target")
+    ax.set_yticks(range(N_NSTEPS), NSTEPS_WORDS, fontsize=7)
+    ax.set_xticks(steps[:: max(1, t // 10)])
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_xlabel("step", fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
+
+
+# ----------------------------------------------------------------------------- a level to play
+
+_CELLS = (FLOOR, WALL, GOAL, BOX, BOX_ON_GOAL, PLAYER, PLAYER_ON_GOAL)  # a grid cell holds its XSB glyph's index
+_COLOURS = dict(zip(_CELLS, ("floor", "wall", "goal", "box", "box_on_goal", "player", "player")))
+
+
+def _cells(board: Board) -> np.ndarray:
+    """(rows, cols) ints for the grid: each square's XSB glyph, as its index in _CELLS."""
+    return np.array([[_CELLS.index(ch) for ch in line] for line in to_xsb(board).split("\n")])
+
+
+def _cell_style(value: int) -> tuple[str, str]:
+    return _CELLS[value], "#%02x%02x%02x" % _RGB[_COLOURS[_CELLS[value]]]
+
+
+def _random_level(rng: np.random.Generator) -> Board:
+    """A random board that can be solved (push_distance throws most dead ones out at once)."""
+    while True:
+        board = random_board(rng)
+        if push_distance(board) < float("inf") and solve(board) is not None:
+            return board
+
+
+def _moves_left_words(n: int | None, can_undo: bool) -> str:
+    if n is None:
+        return "no solution from this board" + (" (undo!)" if can_undo else "")
+    return "solved" if n == 0 else f"{n} moves left"
+
+
+def sokoban_widget(model: SokobanPolicy, board: Board | str | None = None, seed: int = 0):
+    """A level to play (default: a random solvable one, drawn with `seed`). The arrow buttons
+    (or a click on a square next to the player) move, "undo" takes a move back, "model's
+    move" plays the policy's most likely legal action, "new level" draws another. Below the
+    board: the policy's suggestion with its probability (of all five actions) and its
+    nsteps estimate, and BFS's fewest moves left for comparison. The policy reads the boards
+    visited, undone ones too, as in training; when its history is full, play starts again
+    from the board reached.
+    Needs a running kernel (Jupyter, Colab)."""
+    import ipywidgets as w
+
+    from toylib.widgets import BoardGrid
+
+    rng = np.random.default_rng(seed)
+    level = _random_level(rng) if board is None else _as_board(board)
+    grid = BoardGrid(_cells(level), style=_cell_style, cell_px=30)
+    buttons = {a: w.Button(description=ACTION_NAMES[a], layout=w.Layout(width="70px")) for a in (*MOVES, UNDO)}
+    suggest, new = w.Button(description="model's move"), w.Button(description="new level")
+    status = w.HTML()
+    state: dict = {}
+
+    def reset(start: Board, note: str = "") -> None:
+        state.update(stack=[start], history=[start], note=note)
+        if note == "":  # a new level: a new table and a new count
+            state.update(table=moves_to_goal(start), moves=0, shortest=len(solve(start) or []))
+        show()
+
+    def show() -> None:
+        stack, history = state["stack"], state["history"]
+        here = stack[-1]
+        grid.set(_cells(here))
+        legal = [] if here.is_goal() else here.legal_actions()
+        legal += [UNDO] if len(stack) > 1 else []
+        for a, button in buttons.items():
+            button.disabled = a not in legal
+        action_logits, nsteps_logits, _ = _read(model, history)
+        logits = action_logits[-1]  # (5,): after the boards so far
+        allowed = torch.zeros(len(ACTION_NAMES), dtype=torch.bool)
+        allowed[legal] = True
+        best = int(logits.masked_fill(~allowed, -torch.inf).argmax()) if legal else None
+        state["best"] = best
+        suggest.disabled = best is None or here.is_goal()
+        p = torch.softmax(logits, -1)
+        words = NSTEPS_WORDS[int(nsteps_logits[-1].argmax())]
+        estimate = f"{words} moves left" if words[0].isdigit() else words
+        bfs = _moves_left_words(state["table"].get((here.box, here.player)), len(stack) > 1)
+        if here.is_goal():
+            line = f"<b>solved</b> in {state['moves']} moves (the fewest: {state['shortest']})"
+        elif best is None:
+            line = "no legal move"
+        else:
+            line = f"the model suggests <b>{ACTION_NAMES[best]}</b> (p = {float(p[best]):.2f})"
+        status.value = (f"{line}; its nsteps estimate: <b>{estimate}</b>. "
+                        f"Breadth-first search: <b>{bfs}</b>.{state['note']}")
+
+    def play(action: int | None) -> None:
+        stack, here = state["stack"], state["stack"][-1]
+        if action == UNDO and len(stack) > 1:
+            stack.pop()
+        elif action in MOVES and not here.is_goal() and action in here.legal_actions():
+            stack.append(here.apply_action(action))
+        else:
+            return
+        state["moves"] += 1
+        if len(state["history"]) == model.config.n_ctx:
+            reset(stack[-1], f" (The model's history of {model.config.n_ctx} boards was full: "
+                             "play goes on from this board as a new start.)")
+            return
+        state["history"].append(stack[-1])
+        state["note"] = ""
+        show()
+
+    def clicked(row: int, col: int) -> None:
+        r, c = divmod(state["stack"][-1].player, SIZE)
+        for move, (dr, dc) in zip(MOVES, STEP):
+            if (r + dr, c + dc) == (row, col):
+                play(move)
+
+    grid.on_click = clicked
+    for a, button in buttons.items():
+        button.on_click(lambda _, a=a: play(a))
+    suggest.on_click(lambda _: play(state["best"]))
+    new.on_click(lambda _: reset(_random_level(rng)))
+    reset(level)
+    controls = w.VBox([w.HBox([buttons[UP], buttons[DOWN]]), w.HBox([buttons[LEFT], buttons[RIGHT]]),
+                       buttons[UNDO], suggest, new])
+    return w.VBox([w.HBox([grid.widget, controls]), status])
+
+
+# ----------------------------------------------------------------------------- how and why transformers work
+
+
+class SaturationRow(NamedTuple):
+    """How peaked attention is for one d_head, over random queries."""
+
+    d_head: int
+    max_weight: float  # the largest weight in a pattern, mean over queries
+    one_hot: float  # share of queries whose largest weight exceeds 0.99
+    grad: float  # median size of the softmax's Jacobian (Frobenius norm)
+
+
+def softmax_saturation(
+    d_heads: Sequence[int] = (2, 8, 32, 128, 512),
+    n_keys: int = 16,
+    n_queries: int = 500,
+    scaled: bool = True,
+    seed: int = 0,
+) -> list[SaturationRow]:
+    """How peaked `attention`'s pattern is, with and without its scale.
+
+    For each d_head, draws n_queries queries, each with its own n_keys keys,
+    every entry N(0, 1), so that a score q . k has variance d_head. The
+    pattern comes from toylib's `attention`, which divides the scores by
+    sqrt(d_head); with scaled=False the queries are multiplied by
+    sqrt(d_head) first, which cancels the division and leaves raw q . k.
+
+    `grad` is the Frobenius norm of the softmax's Jacobian d pattern /
+    d scores, diag(p) - p p^T: the gradient that reaches the scores is this
+    matrix times the gradient that reaches the pattern, so where it is
+    near zero the queries and keys stop learning. Its median over queries
+    is reported, because a rare near-tie between two keys dominates a mean.
+    """
+    if not d_heads or any(int(d) != d or d < 1 for d in d_heads):
+        raise ValueError(f"d_heads must be positive ints, got {d_heads!r}")
+    if n_keys < 2:
+        raise ValueError(f"need n_keys >= 2 to have a choice, got {n_keys}")
+    if n_queries < 1:
+        raise ValueError(f"n_queries must be positive, got {n_queries}")
+    gen = torch.Generator().manual_seed(seed)
+    rows = []
+    for d in d_heads:
+        q = torch.randn(n_queries, 1, d, generator=gen)  # (query, 1, d)
+        k = torch.randn(n_queries, n_keys, d, generator=gen)  # (q, key, d)
+        q_in = q if scaled else q * math.sqrt(d)
+        _, pattern = attention(q_in, k, k)  # (query, 1, key)
+        p = pattern[:, 0]  # (query, key)
+        s2, s3 = (p**2).sum(-1), (p**3).sum(-1)  # (query,)
+        # |diag(p) - p p^T|_F^2 = sum p^2 - 2 sum p^3 + (sum p^2)^2
+        jac = (s2 - 2 * s3 + s2**2).clamp_min(0).sqrt()  # (query,)
+        top = p.max(-1).values  # (query,)
+        rows.append(SaturationRow(int(d), top.mean().item(),
+                                  (top > 0.99).float().mean().item(),
+                                  jac.median().item()))
+    return rows
+
+
+def gradient_norms_by_depth(
+    n_layers: int = 32,
+    residual: bool = True,
+    norm: bool = True,
+    d_model: int = 32,
+    d_mlp: int = 128,
+    batch: int = 64,
+    seed: int = 0,
+) -> list[float]:
+    """The gradient norm of each layer's first weight matrix in a deep
+    stack of toylib's feed-forward sublayer `mlp`, freshly initialised,
+    for one loss on random input. Index 0 is the layer nearest the input.
+
+    Each layer is one of
+        residual and norm:  x = x + mlp(ln(x))  (toylib's pre-LN sublayer)
+        norm only:          x = mlp(ln(x))
+        residual only:      x = x + mlp(x)
+        neither:            x = mlp(x)
+    The loss is the mean squared error between the normalised output and
+    a random target. Computed in float64: without residuals the first
+    layers' gradients fall below what float32 can square.
+
+    With the defaults (seeds 0 to 2), a stack with neither loses about a
+    factor 5 per layer, 22 orders of magnitude over 32 layers; with a
+    residual every layer's norm is within a factor 2 of every other's.
+    LayerNorm alone also keeps this fresh stack within a factor 10: it
+    re-scales each layer's input, which undoes the shrinking.
+    """
+    if n_layers < 1 or d_model < 2 or d_mlp < 1 or batch < 1:
+        raise ValueError("need n_layers, d_mlp, batch >= 1, d_model >= 2, "
+                         f"got {n_layers}, {d_mlp}, {batch} and {d_model}")
+    gen = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):  # leave the caller's seed be
+        torch.manual_seed(seed)
+        layers = [mlp(d_model, d_mlp).double() for _ in range(n_layers)]
+        norms = [nn.LayerNorm(d_model).double() for _ in range(n_layers)]
+    x = torch.randn(batch, d_model, generator=gen, dtype=torch.float64)
+    target = torch.randn(batch, d_model, generator=gen, dtype=torch.float64)
+    for f, ln in zip(layers, norms):
+        h = f(ln(x)) if norm else f(x)  # (batch, d_model)
+        x = x + h if residual else h
+    out = nn.functional.layer_norm(x, (d_model,))  # (batch, d_model)
+    nn.functional.mse_loss(out, target).backward()
+    return [f[0].weight.grad.norm().item() for f in layers]
+
+
+def head_shapes(
+    mha: MultiHeadAttention,
+    x: torch.Tensor,
+    context: torch.Tensor | None = None,
+) -> list[tuple[str, tuple[int, ...]]]:
+    """The shape of each tensor in one real forward pass of `mha`, in the
+    order it computes them: (name, shape) pairs, for printing.
+
+    The shapes are recorded as `mha.forward` runs, by hooks on its
+    projections and by wrapping its `_heads` reshape for this one call;
+    the hooks are removed afterwards. x: (batch, query_pos, d_model);
+    context (batch, key_pos, d_model) for cross-attention.
+    """
+    d_model = mha.W_Q.in_features
+    for name, t in (("x", x), ("context", context)):
+        if t is not None and (t.dim() != 3 or t.shape[-1] != d_model):
+            raise ValueError(f"{name} must be (batch, pos, {d_model}), "
+                             f"got shape {tuple(t.shape)}")
+    shapes = [("x", tuple(x.shape))]
+    split = mha._heads
+
+    def record(name: str):
+        def hook(module, inputs, output):
+            shapes.append((name, tuple(output.shape)))
+        return hook
+
+    def heads(t: torch.Tensor) -> torch.Tensor:
+        out = split(t)  # (batch, head, pos, d_head)
+        shapes.append(("  split into heads", tuple(out.shape)))
+        return out
+
+    def merged(module, inputs):
+        shapes.append(("heads side by side", tuple(inputs[0].shape)))
+
+    hooks = [mha.W_Q.register_forward_hook(record("q = W_Q(x)")),
+             mha.W_K.register_forward_hook(record("k = W_K(context)")),
+             mha.W_V.register_forward_hook(record("v = W_V(context)")),
+             mha.W_O.register_forward_pre_hook(merged)]
+    mha._heads = heads  # the instance's attribute hides the method
+    try:
+        out, pattern = mha(x, context)
+    finally:
+        del mha._heads
+        for h in hooks:
+            h.remove()
+    # the pattern is made between the heads' split and their merge
+    shapes.insert(-1, ("pattern", tuple(pattern.shape)))
+    shapes.append(("output = W_O(...)", tuple(out.shape)))
+    return shapes
+
+
+class DecodeWork(NamedTuple):
+    """What a greedy decode did, counted as it ran."""
+
+    tokens: torch.Tensor  # (batch, n_steps) the chosen tokens
+    encoder_calls: int  # times the encoder stack ran
+    decoder_calls: int  # times the decoder stack ran
+    encoder_positions: int  # source positions through the encoder, summed
+    decoder_positions: int  # target positions through the decoder, summed
+
+
+@torch.no_grad()
+def greedy_decode_work(
+    model: EncoderDecoder,
+    embed: nn.Embedding,
+    unembed: nn.Linear,
+    src: torch.Tensor,
+    n_steps: int,
+    reencode: bool = False,
+    start: int = 0,
+) -> DecodeWork:
+    """Greedy decoding with toylib's EncoderDecoder, counting the work.
+
+    src: (batch, src_pos, d_model), already embedded. The target starts as
+    the `start` token; each step embeds the tokens so far (plus the
+    sinusoidal positions), runs `decode` against the encoder's memory and
+    appends the most likely next token. `encode` runs once, or before every
+    step with reencode=True, which repeats the same work for the same
+    memory. The calls are counted by hooks on the two stacks. Put a model
+    with dropout in eval() mode first, or the tokens are random.
+    """
+    d_model = embed.embedding_dim
+    if src.dim() != 3 or src.shape[-1] != d_model:
+        raise ValueError(f"src must be (batch, src_pos, {d_model}), "
+                         f"got shape {tuple(src.shape)}")
+    if n_steps < 1:
+        raise ValueError(f"n_steps must be at least 1, got {n_steps}")
+    if not 0 <= start < embed.num_embeddings:
+        last = embed.num_embeddings - 1
+        raise ValueError(f"start must be a token 0..{last}, got {start}")
+    positions = sinusoidal_positions(n_steps + 1, d_model)  # (pos, d_model)
+    calls = {"encoder": [0, 0], "decoder": [0, 0]}
+
+    def count(name: str):
+        def hook(module, inputs, output):
+            calls[name][0] += 1
+            calls[name][1] += inputs[0].shape[1]  # positions in this call
+        return hook
+
+    hooks = [model.encoder.register_forward_hook(count("encoder")),
+             model.decoder.register_forward_hook(count("decoder"))]
+    try:
+        tokens = torch.full((src.shape[0], 1), start)  # (batch, 1)
+        memory = None
+        for _ in range(n_steps):
+            if memory is None or reencode:
+                memory, _ = model.encode(src)  # (batch, src_pos, d_model)
+            n = tokens.shape[1]
+            tgt = embed(tokens) + positions[:n]  # (batch, n, d_model)
+            x, _, _ = model.decode(tgt, memory)  # (batch, n, d_model)
+            nxt = unembed(x[:, -1]).argmax(-1)  # (batch,)
+            tokens = torch.cat([tokens, nxt[:, None]], 1)  # (batch, n + 1)
+    finally:
+        for h in hooks:
+            h.remove()
+    (enc_calls, enc_pos), (dec_calls, dec_pos) = calls.values()
+    return DecodeWork(tokens[:, 1:], enc_calls, dec_calls, enc_pos, dec_pos)
