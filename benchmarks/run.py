@@ -24,11 +24,11 @@ import time
 
 import torch
 
-from toylib import cli, life, maze, sequences, tictactoe
+from toylib import cli, life, maze, sequences, sokoban, tictactoe
 from toylib.device import setup
 from toylib.targets import all_met, format_table, missed
 
-CHAPTERS = {"life": life, "sequences": sequences, "tictactoe": tictactoe, "maze": maze}
+CHAPTERS = {"life": life, "sequences": sequences, "tictactoe": tictactoe, "maze": maze, "sokoban": sokoban}
 HEADER = ("chapter", "seed", "train s", "every target", "missed")
 
 

@@ -46,6 +46,7 @@ SPLIT_MOD = 10  # a sequence is test if its hash % 10 == 0, validation if == 1, 
 SPLITS = {"test": 0, "val": 1}
 OPTIMIZERS = ("adamw", "sgd")
 QUERIES = ("position", "input")
+POSITION_SCHEMES = ("sinusoid", "relative")
 
 
 # ----------------------------------------------------------------------------- the tasks
@@ -188,6 +189,13 @@ class SeqConfig:
     threshold: int = 5  # filter: values above this become 0
     d_pos: int = 16  # width of the sinusoidal position encoding appended to the one-hot content
     positions: bool = True  # False zeroes the position encoding (the post's first finding)
+    scheme: str = "sinusoid"  # "relative": no position vectors; a learned bias per head by the
+    # key's offset from the query, clipped to +-max_offset, added to the scores (`RelativeBias`)
+    max_offset: int = 2  # relative: offsets beyond +-max_offset share the bias of +-max_offset
+    from_end: bool = True  # relative: a second bias by the key's offset from the query's mirror
+    # n-1-i (the query counted from the end): the one place where the length n enters
+    bias_scale: float = 10.0  # relative: the bias is learned in units of this many nats, so that
+    # Adam's steps (about lr each) reach the margins a long sequence's softmax needs
     queries: str = "position"  # first layer's queries from the position encoding only; "input": from
     # [content | position] as in the post, which lets copy attend by content instead of by position
     n_layers: int = 1  # the post: one layer is enough
@@ -214,13 +222,26 @@ class SeqConfig:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.d_pos < 2 or self.n_layers < 1 or self.n_heads < 1:
             raise ValueError(f"need d_pos >= 2, n_layers >= 1, n_heads >= 1; got {self.d_pos}, {self.n_layers}, {self.n_heads}")
+        if self.scheme not in POSITION_SCHEMES:
+            raise ValueError(f"scheme must be one of {POSITION_SCHEMES}, got {self.scheme!r}")
+        if self.relative and not self.positions:
+            raise ValueError("positions=False zeroes the sinusoids; with scheme='relative' there are none to zero")
+        if not isinstance(self.max_offset, (int, np.integer)) or self.max_offset < 1:
+            raise ValueError(f"max_offset must be an integer >= 1, got {self.max_offset!r}")
+        if not self.bias_scale > 0:
+            raise ValueError(f"bias_scale must be > 0, got {self.bias_scale!r}")
         if self.d_model % self.n_heads:
-            raise ValueError(f"d_model = vocab + d_pos = {self.d_model} must be divisible by n_heads = {self.n_heads}")
+            raise ValueError(f"d_model = {self.d_model} (vocab, plus d_pos with sinusoids) must be divisible by "
+                             f"n_heads = {self.n_heads}")
+
+    @property
+    def relative(self) -> bool:
+        return self.scheme == "relative"
 
     @property
     def d_model(self) -> int:
-        """Width of a token: one-hot content, then position."""
-        return self.vocab + self.d_pos
+        """Width of a token: one-hot content, then the sinusoidal position (none with relative)."""
+        return self.vocab + (0 if self.relative else self.d_pos)
 
     def train_options(self) -> TrainOptions:
         return TrainOptions(steps=self.steps, lr=self.lr, eval_every=self.eval_every, monitor="val_loss",
@@ -238,6 +259,44 @@ def embed(tokens: torch.Tensor, vocab: int, d_pos: int, positions: bool = True, 
     return torch.cat([content, pe.expand(b, n, d_pos)], dim=-1)
 
 
+class RelativeBias(nn.Module):
+    """Where a query looks, learned as a score per head for each offset, in the manner of
+    T5's relative position buckets and ALiBi: a number added to the attention scores that
+    depends on where the key is *relative to the query*, never on where either one is.
+
+    start[h, o] is the bias of head h for a key o places after the query (o = j - i; negative
+    o: before it), and offsets beyond +-max_offset share the bias of +-max_offset, so a
+    sequence of any length uses only the 2 * max_offset + 1 numbers that training fitted.
+    With from_end, end[h, o] is added for the key's offset from the query's *mirror*, the slot
+    n-1-i counted from the end: o = j - (n-1-i). That is the one place where the length n
+    enters, and it is what reverse needs (its slot i reads position n-1-i).
+
+    The tables start at zero (uniform attention) and hold the bias in units of `scale` nats.
+
+    forward(n) -> bias (1, head, query_pos, key_pos), for `attention`'s float mask.
+    """
+
+    def __init__(self, n_heads: int, max_offset: int, from_end: bool = True, scale: float = 1.0):
+        super().__init__()
+        self.max_offset, self.scale = max_offset, scale
+        self.start = nn.Parameter(torch.zeros(n_heads, 2 * max_offset + 1))
+        self.end = nn.Parameter(torch.zeros(n_heads, 2 * max_offset + 1)) if from_end else None
+
+    def bucket(self, offset: torch.Tensor) -> torch.Tensor:
+        """Offsets -> column of the bias table, clipped to +-max_offset."""
+        m = self.max_offset
+        return offset.clamp(-m, m) + m
+
+    def forward(self, n: int) -> torch.Tensor:
+        i = torch.arange(n, device=self.start.device)
+        offset = i[None, :] - i[:, None]  # (query, key): j - i
+        bias = self.start[:, self.bucket(offset)]  # (head, query, key)
+        if self.end is not None:
+            # j - (n-1-i): the key's offset from the query counted from the end
+            bias = bias + self.end[:, self.bucket(offset + 2 * i[:, None] - (n - 1))]
+        return self.scale * bias[None]  # (1, head, query, key)
+
+
 class SeqTransformer(nn.Module):
     """The post's model: [one-hot content | sinusoidal position] -> single-head attention ->
     a linear readout to one logit per symbol, at every position.
@@ -245,6 +304,10 @@ class SeqTransformer(nn.Module):
     With queries="position" (the default) the first layer's queries read the position part
     only: each output slot asks for an input *position*, and keys and values still read
     [content | position]. With queries="input" the queries read the whole token, as in the post.
+
+    With scheme="relative" a token is its one-hot content alone, and each layer adds a
+    `RelativeBias` to its scores instead: where to look is then a function of offsets only.
+    (Position-only queries then see nothing, and the bias alone places the attention.)
 
     forward(tokens (batch, pos) of symbols 1..vocab-1) ->
         (logits (batch, pos, vocab), patterns (batch, layer, head, query_pos, key_pos))
@@ -263,10 +326,22 @@ class SeqTransformer(nn.Module):
         else:
             self.layers = nn.ModuleList(MultiHeadAttention(d, config.n_heads) for _ in range(config.n_layers))
         self.readout = nn.Linear(d, config.vocab)
+        if config.relative:  # zeros at first: uniform attention; no random draw
+            self.biases = nn.ModuleList(
+                RelativeBias(config.n_heads, config.max_offset, config.from_end, config.bias_scale)
+                for _ in range(config.n_layers))
 
     def attention_layer(self, layer: int = 0) -> MultiHeadAttention:
         """The MultiHeadAttention of one layer (its W_Q, W_K, W_V, W_O)."""
         return self.encoder.blocks[layer].attn if self.config.residual else self.layers[layer]
+
+    def embed(self, tokens: torch.Tensor, with_content: bool = True) -> torch.Tensor:
+        """(batch, pos) -> (batch, pos, d_model): `embed`, or with relative positions the
+        one-hot content only."""
+        c = self.config
+        if c.relative:
+            return F.one_hot(tokens, c.vocab).float() * with_content
+        return embed(tokens, c.vocab, c.d_pos, c.positions, with_content)
 
     def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if tokens.dim() != 2:
@@ -276,22 +351,26 @@ class SeqTransformer(nn.Module):
         tokens = tokens.long()
         # (batch, pos, d_model), in the weights' dtype (float64 too, for
         # checking the NumPy twin)
-        x = embed(tokens, c.vocab, c.d_pos, c.positions)
-        x = x.to(self.readout.weight.dtype)
+        x = self.embed(tokens).to(self.readout.weight.dtype)
+        # relative: per layer a bias (1, head, query_pos, key_pos) added to
+        # the scores; sinusoids: None, the position is in the tokens
+        n = tokens.shape[1]
+        biases = ([b(n).to(x.dtype) for b in self.biases] if c.relative
+                  else [None] * c.n_layers)
         if c.residual:
             # patterns: (batch, layer, head, query_pos, key_pos)
-            x, patterns = self.encoder(x)
+            x, patterns = self.encoder(x, biases)
         else:
             patterns = []
-            for i, attn in enumerate(self.layers):
+            for i, (attn, bias) in enumerate(zip(self.layers, biases)):
                 if i == 0 and c.queries == "position":
                     # queries from the positions only: (batch, pos, d_model)
-                    slots = embed(tokens, c.vocab, c.d_pos, c.positions,
-                                  with_content=False).to(x.dtype)
-                    x, pattern = attn(slots, context=x)
+                    slots = self.embed(tokens, with_content=False)
+                    x, pattern = attn(slots.to(x.dtype), context=x,
+                                      mask=bias)
                 else:
                     # no residual: each layer sees only what the last one read
-                    x, pattern = attn(x)
+                    x, pattern = attn(x, mask=bias)
                 patterns.append(pattern)
             # (batch, layer, head, query_pos, key_pos)
             patterns = torch.stack(patterns, dim=1)
@@ -303,7 +382,10 @@ def weight_splits(model, layer: int = 0) -> dict[str, dict[str, np.ndarray]]:
     content (vocab, d_model) and the part that reads the position (d_pos, d_model).
 
     Matrices are (input, output), as the post draws them: content above position. Works
-    for a SeqTransformer and a NumpyTransformer alike."""
+    for a SeqTransformer and a NumpyTransformer alike (sinusoids only: a relative model's
+    tokens have no position rows)."""
+    if model.config.relative:
+        raise ValueError("weight_splits needs sinusoidal positions; a relative model's tokens are content only")
     if isinstance(model, NumpyTransformer):
         model = model.to_torch()
     out, vocab = {}, model.config.vocab
@@ -472,8 +554,9 @@ class NumpyTransformer:
                    "W_R": "readout"}
 
     def __init__(self, config: SeqConfig, rng: np.random.Generator):
-        if config.n_layers != 1 or config.n_heads != 1 or config.residual:
-            raise ValueError("the NumPy model is one layer, one head, no residual: set n_layers=1, n_heads=1, residual=False")
+        if config.n_layers != 1 or config.n_heads != 1 or config.residual or config.relative:
+            raise ValueError("the NumPy model is one layer, one head, no residual, sinusoids: set n_layers=1, "
+                             "n_heads=1, residual=False, scheme='sinusoid'")
         self.config = config
         d, v = config.d_model, config.vocab
         shapes = {"W_Q": (d, d), "W_K": (d, d), "W_V": (d, d), "W_O": (d, d), "W_R": (d, v)}

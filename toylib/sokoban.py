@@ -37,10 +37,12 @@ from matplotlib import animation
 from matplotlib.axes import Axes
 from torch import nn
 
+from toylib import cli
 from toylib.attention import Encoder, EncoderDecoder, MultiHeadAttention, attention, mlp, sinusoidal_positions
 from toylib.decode import beam_search, greedy_decode
 from toylib.device import pick_device, seed_everything
 from toylib.search import astar, bfs, distances
+from toylib.targets import Target, format_table, pct
 from toylib.train import History, TrainOptions, fit
 
 # ----------------------------------------------------------------------------- the board
@@ -497,7 +499,6 @@ class Entry:
     actions: tuple[int, ...]  # the action taken from each board; -1 from the last
     policy_mask: tuple[bool, ...]  # learn this action? False for a bad move and where there is none
     nsteps: tuple[int, ...]  # nsteps class of each board: the fewest moves left, UNDO counting as one
-    moves_left: tuple[int, ...]  # those fewest moves left themselves; -1 when the board cannot be solved
     optimal: tuple[tuple[int, ...], ...]  # the actions (UNDO too) that keep a shortest way to the goal
     shortest: int | None  # the fewest moves that solve the start board; None when none can
 
@@ -514,7 +515,7 @@ def make_entry(board: Board, table: dict[tuple[int, int], int] | None = None,
         raise ValueError(f"p_detour is a probability, got {p_detour}")
     table = moves_to_goal(board) if table is None else table
     if (board.box, board.player) not in table:
-        return Entry((board,), (-1,), (False,), (UNSOLVABLE,), (-1,), ((),), None)
+        return Entry((board,), (-1,), (False,), (UNSOLVABLE,), ((),), None)
     path, actions = [board], []
     while not path[-1].is_goal():
         actions.append(optimal_moves(path[-1], table)[0])
@@ -536,12 +537,11 @@ def _replay(board: Board, actions: list[int], table: dict[tuple[int, int], int],
     each board. A board's value is its fewest moves left when UNDO counts as a move: its BFS
     distance, or one more than the board UNDO returns to, whichever is less."""
     history = [(board, table.get((board.box, board.player), math.inf))]  # (board, value)
-    boards, nsteps, left, optimal = [], [], [], []
+    boards, nsteps, optimal = [], [], []
     for action in [*actions, None]:
         here, value = history[-1]
         boards.append(here)
         nsteps.append(nsteps_class(value))
-        left.append(value)
         best = [m for m in MOVES if (after := here._after(m)) is not None and table.get(after) == value - 1]
         if len(history) > 1 and history[-2][1] == value - 1:
             best.append(UNDO)
@@ -552,7 +552,7 @@ def _replay(board: Board, actions: list[int], table: dict[tuple[int, int], int],
             after = here.apply_action(action)
             history.append((after, min(table.get((after.box, after.player), math.inf), value + 1)))
     mask = tuple(k != masked for k in range(len(actions))) + (False,)
-    return Entry(tuple(boards), (*actions, -1), mask, tuple(nsteps), tuple(left), tuple(optimal), history[0][1])
+    return Entry(tuple(boards), (*actions, -1), mask, tuple(nsteps), tuple(optimal), history[0][1])
 
 
 # ----------------------------------------------------------------------------- data sets
@@ -571,7 +571,6 @@ class SokobanSet:
     actions: np.ndarray  # (N, T) action taken from each board (MOVES or UNDO); -1 from the last and past the end
     policy_mask: np.ndarray  # (N, T) bool: learn this action (False for a bad move, the last board, padding)
     nsteps: np.ndarray  # (N, T) nsteps class of each board; -1 past the end
-    moves_left: np.ndarray  # (N, T) fewest moves left from each board; -1 when it cannot be solved and past the end
     optimal: np.ndarray  # (N, T, 5) bool: the actions that keep a shortest way to the goal
     lengths: np.ndarray  # (N,) boards in each entry
     solution_length: np.ndarray  # (N,) fewest moves from the start board; -1 when it cannot be solved
@@ -606,19 +605,18 @@ def to_set(entries: Sequence[Entry], source: Sequence[int] | None = None) -> Sok
     n, t = len(entries), max((len(e.boards) for e in entries), default=1)
     box, player = np.full((n, t), -1, np.int16), np.full((n, t), -1, np.int16)  # squares; int8 holds only 11x11
     actions, nsteps = np.full((n, t), -1, np.int8), np.full((n, t), -1, np.int8)
-    left = np.full((n, t), -1, np.int16)
     mask, optimal = np.zeros((n, t), bool), np.zeros((n, t, len(ACTION_NAMES)), bool)
     for i, e in enumerate(entries):
         k = len(e.boards)
         box[i, :k], player[i, :k] = [b.box for b in e.boards], [b.player for b in e.boards]
-        actions[i, :k], mask[i, :k], nsteps[i, :k], left[i, :k] = e.actions, e.policy_mask, e.nsteps, e.moves_left
+        actions[i, :k], mask[i, :k], nsteps[i, :k] = e.actions, e.policy_mask, e.nsteps
         for j, best in enumerate(e.optimal):
             optimal[i, j, list(best)] = True
     starts = [e.boards[0] for e in entries]
     return SokobanSet(
         walls=np.array([b.grid for b in starts], bool).reshape(n, *(starts[0].shape if starts else (SIZE, SIZE))),
         goal=np.array([b.goal for b in starts], np.int16), box=box, player=player, actions=actions,
-        policy_mask=mask, nsteps=nsteps, moves_left=left, optimal=optimal, lengths=np.array([len(e.boards) for e in entries], np.int64),
+        policy_mask=mask, nsteps=nsteps, optimal=optimal, lengths=np.array([len(e.boards) for e in entries], np.int64),
         solution_length=np.array([-1 if e.shortest is None else e.shortest for e in entries], np.int64),
         source=np.arange(n) if source is None else np.asarray(source), symmetry=np.zeros(n, np.int64))
 
@@ -800,10 +798,10 @@ class SokobanConfig:
     conv_layers: int = 4  # 3x3 convolutions per board (looped: passes of the one convolution)
     looped: bool = False  # one convolution, run conv_layers times
     dilation: tuple[int, ...] = (1,)  # dilation of each convolution after the first, repeated as needed
+    groups: int = 0  # GroupNorm after each convolution, in this many groups (0: none)
     n_ctx: int = 32  # boards a history holds, the goal board not counted (the post: 32)
     history: bool = True  # False: the baseline, each board sees only itself and the goal
     dropout: float = 0.0
-    left_weight: float = 1.0  # weight of the loss on the exact moves left (a finer target beside nsteps; 0: none)
     steps: int = 2_000  # at most this many batches (cosine decay over them)
     batch_size: int = 32  # entries per batch (the post: 32)
     lr: float = 3e-3  # peak learning rate (AdamW)
@@ -829,9 +827,6 @@ class SokobanConfig:
                             monitor="val_loss", restore_best=True)
 
 
-MAX_LEFT = 46  # the exact moves-left target counts up to this many (longer held-out solutions: 28)
-
-
 class BoardEncoder(nn.Module):
     """A board's 5 planes to one token: 3x3 convolutions, then a linear map of the whole
     feature map, so that the token keeps where things are. With `looped`, one convolution
@@ -839,25 +834,29 @@ class BoardEncoder(nn.Module):
     square further, as one ring of a breadth-first search does."""
 
     def __init__(self, channels: int, layers: int, d_model: int, size: int = SIZE, looped: bool = False,
-                 dilation: Sequence[int] = (1,)):
+                 dilation: Sequence[int] = (1,), groups: int = 0):
         super().__init__()
         self.looped, self.layers = looped, layers
         self.inp = nn.Conv2d(len(CHANNELS), channels, 3, padding=1)
         n = 1 if looped else layers - 1
         self.convs = nn.ModuleList(nn.Conv2d(channels, channels, 3, padding=dilation[i % len(dilation)],
                                              dilation=dilation[i % len(dilation)]) for i in range(n))
+        self.norms = nn.ModuleList(nn.GroupNorm(groups, channels) for _ in range(n + 1)) if groups else None
         self.out = nn.Linear(channels * size * size, d_model)
 
     def forward(self, planes: torch.Tensor) -> torch.Tensor:
+        def norm(x, i):
+            return self.norms[i](x) if self.norms is not None else x
+
         board = self.inp(planes.float())  # (n, channels, rows, cols)
-        x = F.gelu(board)
+        x = F.gelu(norm(board, 0))
         if self.looped:
             floor = planes[:, 1:2].float()  # (n, 1, rows, cols): news travels over floor only, as BFS does
             for _ in range(self.layers - 1):
-                x = F.gelu(self.convs[0](x) + board) * floor
+                x = F.gelu(norm(self.convs[0](x) + board, 1)) * floor
         else:
-            for conv in self.convs:
-                x = F.gelu(conv(x))
+            for i, conv in enumerate(self.convs):
+                x = F.gelu(norm(conv(x), i + 1))
         return self.out(x.flatten(1))  # (n, d_model)
 
 
@@ -876,12 +875,12 @@ class SokobanPolicy(nn.Module):
     def __init__(self, config: SokobanConfig = SokobanConfig()):
         super().__init__()
         self.config = c = config
-        self.encoder = BoardEncoder(c.channels, c.conv_layers, c.d_model, looped=c.looped, dilation=c.dilation)
+        self.encoder = BoardEncoder(c.channels, c.conv_layers, c.d_model, looped=c.looped, dilation=c.dilation,
+                                    groups=c.groups)
         self.position = nn.Embedding(c.n_ctx + 1, c.d_model)  # 0: the goal, then the boards in order
         self.blocks = Encoder(c.n_layers, c.d_model, c.n_heads, 4 * c.d_model, c.dropout, causal=True)
         self.action_head = nn.Linear(c.d_model, len(ACTION_NAMES))
         self.nsteps_head = nn.Linear(c.d_model, N_NSTEPS)
-        self.left_head = nn.Linear(c.d_model, MAX_LEFT + 2)  # unsolvable, then 0..MAX_LEFT moves left
 
     def tokens(self, planes: torch.Tensor) -> torch.Tensor:
         return self.encoder(planes)  # (n, d_model)
@@ -898,7 +897,7 @@ class SokobanPolicy(nn.Module):
             mask[:, 0] = True
         x, patterns = self.blocks(x, mask)  # (B, T + 1, d), (B, layer, head, T + 1, T + 1)
         x = x[:, 1:]  # (B, T, d): the boards
-        return self.action_head(x), self.nsteps_head(x), patterns, self.left_head(x)
+        return self.action_head(x), self.nsteps_head(x), patterns
 
     def forward(self, goal: torch.Tensor, boards: torch.Tensor,
                 lengths: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -919,8 +918,7 @@ def _batch(data: SokobanSet, index: np.ndarray) -> tuple[torch.Tensor, ...]:
     goal, boards = data.inputs(index)
     return (torch.from_numpy(goal), torch.from_numpy(boards[:, :t]), torch.from_numpy(data.lengths[index]),
             torch.from_numpy(data.actions[index, :t]).long(), torch.from_numpy(data.policy_mask[index, :t]),
-            torch.from_numpy(data.nsteps[index, :t]).long(), torch.from_numpy(data.optimal[index, :t]),
-            torch.from_numpy(data.moves_left[index, :t]).long())
+            torch.from_numpy(data.nsteps[index, :t]).long(), torch.from_numpy(data.optimal[index, :t]))
 
 
 def sokoban_loss(model: SokobanPolicy, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, dict[str, float]]:
@@ -928,18 +926,14 @@ def sokoban_loss(model: SokobanPolicy, batch: tuple[torch.Tensor, ...]) -> tuple
     (any shortest solution is right), where the mask lets the action be learned, plus the
     cross-entropy of the nsteps class at every real board."""
     device = next(model.parameters()).device
-    goal, boards, lengths, actions, mask, nsteps, optimal, left = (x.to(device) for x in batch)
-    action_logits, nsteps_logits, _, left_logits = model(goal, boards, lengths)  # (B, T, 5), (B, T, N_NSTEPS)
+    goal, boards, lengths, actions, mask, nsteps, optimal = (x.to(device) for x in batch)
+    action_logits, nsteps_logits, _ = model(goal, boards, lengths)  # (B, T, 5), (B, T, N_NSTEPS)
     learn = mask & optimal.any(-1)  # (B, T)
     logp = torch.log_softmax(action_logits[learn], -1)  # (n, 5)
     policy_loss = -torch.logsumexp(logp.masked_fill(~optimal[learn], -math.inf), -1).mean()
     real = nsteps >= 0
     nsteps_loss = F.cross_entropy(nsteps_logits[real], nsteps[real])
-    loss = policy_loss + nsteps_loss
-    if model.config.left_weight:
-        left_class = torch.where(left < 0, 0, left.clamp(max=MAX_LEFT) + 1)  # (B, T)
-        loss = loss + model.config.left_weight * F.cross_entropy(left_logits[real], left_class[real])
-    return loss, {"policy_loss": policy_loss.item(), "nsteps_loss": nsteps_loss.item()}
+    return policy_loss + nsteps_loss, {"policy_loss": policy_loss.item(), "nsteps_loss": nsteps_loss.item()}
 
 
 def _entries(data: SokobanSet, batch_size: int, generator: torch.Generator) -> Iterator[tuple[torch.Tensor, ...]]:
@@ -977,7 +971,7 @@ def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) ->
         for i in range(0, len(data), batch_size):
             batch = _batch(data, np.arange(i, min(i + batch_size, len(data))))
             losses.append((sokoban_loss(model, batch)[0].item(), len(batch[0])))
-            goal, boards, lengths, actions, mask, nsteps, optimal, _ = (x.to(device) for x in batch)
+            goal, boards, lengths, actions, mask, nsteps, optimal = (x.to(device) for x in batch)
             action_logits, nsteps_logits = model(goal, boards, lengths)[:2]
             top2 = action_logits.topk(2, -1).indices  # (B, T, 2)
             learn = mask & optimal.any(-1)
@@ -1144,6 +1138,126 @@ def solve_beam(model: SokobanPolicy, board: Board, width: int = 32) -> list[int]
                         max_len=model.config.n_ctx, legal=walks.legal, done=walks.done, key=walks.key, first=True)
     best = beams[0]
     return _moves(best.tokens, len(best.tokens)) if best.finished else None
+
+
+# ----------------------------------------------------------------------------- the chapter's measures and targets
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Solves:
+    """How a policy did on boards that can be solved: one row per board."""
+
+    method: str  # "greedy" or "beam 32"
+    lengths: np.ndarray  # (n,) moves of the solution found (an UNDO counts as one), -1 where none was
+    optimal: np.ndarray  # (n,) BFS's fewest moves
+
+    @property
+    def rate(self) -> float:
+        return float((self.lengths >= 0).mean())
+
+    @property
+    def mean_length(self) -> float:
+        """Mean length of the solutions found."""
+        return float(self.lengths[self.lengths >= 0].mean())
+
+    @property
+    def optimal_length(self) -> float:
+        """BFS's mean length on the same boards (those the policy solved)."""
+        return float(self.optimal[self.lengths >= 0].mean())
+
+
+def solvable_boards(data: SokobanSet, limit: int | None = None) -> tuple[list[Board], np.ndarray]:
+    """The start boards of `data` that can be solved (the first `limit` of them), and their
+    fewest moves."""
+    index = np.flatnonzero(data.solvable)[:limit]
+    return [data.board(int(i)) for i in index], data.solution_length[index]
+
+
+def solves(model: SokobanPolicy, boards: Sequence[Board], optimal: np.ndarray, width: int | None = None) -> Solves:
+    """Solve every board greedily (width None) or by beam search of `width`."""
+    if width is None:
+        found = solve_greedy(model, boards)
+    else:
+        found = [solve_beam(model, b, width) for b in boards]
+    lengths = np.array([-1 if f is None else len(f) for f in found])
+    return Solves("greedy" if width is None else f"beam {width}", lengths, np.asarray(optimal))
+
+
+# The post's table: (transformer, baseline), on its 4,000 validation boards.
+POST = {
+    "solvability accuracy": (0.977, 0.977),
+    "top-1 policy accuracy": (0.867, 0.831),
+    "top-2 policy accuracy": (0.982, 0.969),
+    "top-1 nsteps accuracy": (0.900, 0.898),
+    "top-2 nsteps accuracy": (0.990, 0.990),
+    "solve rate (beam 32)": (0.921, 0.879),
+    "mean solution length": (6.983, 6.597),
+}
+
+
+def post_rows(acc: Accuracies, beam: Solves) -> list[float]:
+    """Our numbers for the rows of POST, in its order."""
+    return [acc.solvability, acc.policy_top1, acc.policy_top2, acc.nsteps_top1, acc.nsteps_top2, beam.rate,
+            beam.mean_length]
+
+
+def post_table(ours: tuple[Accuracies, Solves], baseline: tuple[Accuracies, Solves]) -> str:
+    """The post's table with ours beside it: transformer and baseline, the post's and ours."""
+    rows = [(name, f"{p[0]:.3f}", f"{o:.3f}", f"{p[1]:.3f}", f"{b:.3f}")
+            for (name, p), o, b in zip(POST.items(), post_rows(*ours), post_rows(*baseline))]
+    return format_table(rows, ("measure", "post", "ours", "post, baseline", "ours, baseline"))
+
+
+def sokoban_targets(acc: Accuracies, greedy: Solves, beam: Solves, seconds: float | None = None,
+                    time_limit: float = 240.0) -> list[Target]:
+    """The chapter's summary for the transformer policy: its targets on the held-out boards,
+    and (a machine row) the time that data and the training of both models took."""
+    over = beam.mean_length / beam.optimal_length - 1
+    targets = [
+        Target(f"solve rate, beam 32, {len(beam.lengths):,} held-out boards", ">= 99 %", pct(beam.rate),
+               beam.rate >= 0.99),
+        Target(f"solve rate, greedy, {len(greedy.lengths):,} held-out boards", ">= 95 %", pct(greedy.rate),
+               greedy.rate >= 0.95),
+        Target("solvability accuracy, start boards", ">= 99 %", pct(acc.solvability), acc.solvability >= 0.99),
+        Target("optimal move (any shortest solution)", ">= 98 %", pct(acc.optimal), acc.optimal >= 0.98),
+        Target("mean length, beam 32, over BFS's", "<= +2 %",
+               f"{beam.mean_length:.3f} / {beam.optimal_length:.3f} ({100 * over:+.2f} %)", over <= 0.02),
+        Target("top-1 policy accuracy (the post's one label)", "-", pct(acc.policy_top1), None),
+    ]
+    if seconds is not None:
+        targets.append(Target("data and both models' training", f"<= {time_limit / 60:.0f} min", f"{seconds:.0f} s",
+                              seconds <= time_limit, machine=True))
+    return targets
+
+
+def _train(config: SokobanConfig, device, progress: bool, args) -> tuple[SokobanPolicy, History, dict]:
+    data = make_data(config.n_solvable, config.n_unsolvable, config.n_held_out, seed=config.data_seed)
+    model, history = train_sokoban(config, data, device=device, progress=progress)
+    return model, history, {"data": data}
+
+
+def _measure(model: SokobanPolicy, config: SokobanConfig, seconds: float, info: dict, args) -> list[Target]:
+    # the time target covers the data and both models, as the chapter trains them: not this one model alone
+    data = info.get("data") or make_data(config.n_solvable, config.n_unsolvable, config.n_held_out,
+                                         seed=config.data_seed)
+    boards, optimal = solvable_boards(data["held_out"])
+    n = getattr(args, "beam_boards", None)
+    beam = solves(model, boards[:n], optimal[:n], width=32)
+    return sokoban_targets(accuracies(model, data["held_out"]), solves(model, boards, optimal), beam)
+
+
+def _extra_arguments(p) -> None:
+    p.add_argument("--beam-boards", type=int, default=None,
+                   help="solve only this many held-out boards by beam search (default: all)")
+
+
+_OPTIONS = (cli.Option("--steps", "steps", "most training steps"), cli.Option("--lr", "lr", "peak learning rate"),
+            cli.Option("--history", "history", "attend over the history (--no-history: the baseline)"),
+            cli.Option("--data-seed", "data_seed", "which boards"))
+_ABOUT = "A transformer policy learns one-box Sokoban from shortest solutions, and says which boards cannot be solved."
+CHAPTER = cli.Chapter("sokoban", _ABOUT, SokobanConfig, SokobanPolicy, _train, _measure, options=_OPTIONS,
+                      extra_arguments=_extra_arguments)
+main = cli.entry_point(CHAPTER)
 
 
 # ----------------------------------------------------------------------------- looking inside
@@ -1720,3 +1834,7 @@ def greedy_decode_work(
             h.remove()
     (enc_calls, enc_pos), (dec_calls, dec_pos) = calls.values()
     return DecodeWork(tokens[:, 1:], enc_calls, dec_calls, enc_pos, dec_pos)
+
+
+if __name__ == "__main__":
+    main()
