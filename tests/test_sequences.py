@@ -305,3 +305,100 @@ def test_mixed_length_training_learns_every_training_length():
     assert evaluate(model, 200, length=2)["exact"] == evaluate(model, 200, length=3)["exact"] == 1.0
     with pytest.raises(ValueError, match="lengths"):
         train_sequences(cfg, lengths=(0, 3), progress=False)
+
+
+# ----------------------------------------------------------------------------- relative positions
+
+
+def _random_bias(max_offset=3, from_end=True, n_heads=2, seed=0):
+    from toylib.sequences import RelativeBias
+
+    bias = RelativeBias(n_heads, max_offset, from_end)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in bias.parameters():
+            p.copy_(torch.randn(p.shape, generator=g))
+    return bias
+
+
+def test_relative_bias_depends_on_offsets_only():
+    start_only = _random_bias(from_end=False)
+    short, long = start_only(10)[0], start_only(40)[0]  # (head, query, key)
+    assert short.shape == (2, 10, 10) and long.shape == (2, 40, 40)
+    for s in (0, 7, 30):  # the same pair of positions, shifted: the same bias
+        torch.testing.assert_close(long[:, s:s + 10, s:s + 10], short)
+    # with the end bias, the offsets are from i and from n-1-i: shifting both positions by
+    # s and growing the sequence by 2s keeps both
+    both = _random_bias(from_end=True)
+    for s in (1, 5, 20):
+        torch.testing.assert_close(both(10 + 2 * s)[0, :, s:s + 10, s:s + 10], both(10)[0])
+    assert not torch.allclose(both(12)[0, :, 1:11, 1:11], both(11)[0, :, 1:11, 1:11])  # n counts
+
+
+def test_relative_bias_is_clipped_past_its_window():
+    bias = _random_bias(max_offset=3, from_end=False, n_heads=1)
+    row = bias(30)[0, 0, 10]  # query 10: keys at offsets -10..19
+    table = bias.start[0].detach()  # offsets -3..3
+    torch.testing.assert_close(row[7:14], table)  # offsets -3..3, each its own
+    assert torch.all(row[:7] == table[0]) and torch.all(row[14:] == table[-1])  # beyond: shared
+    end = _random_bias(max_offset=2, from_end=True, n_heads=1)
+    with torch.no_grad():
+        end.start.zero_()
+    b = end(9)[0, 0]  # (query, key): now only the end bias, by j - (8 - i)
+    assert b[0, 8] == end.end[0, 2] and b[3, 5] == end.end[0, 2] and b[0, 0] == end.end[0, 0]
+    assert b[8, 0] == end.end[0, 2] and b[1, 7] == end.end[0, 2]  # the mirror of slot i is 8 - i
+
+
+def test_relative_attention_is_the_same_at_any_position_and_length():
+    model = SeqTransformer(SeqConfig(scheme="relative", from_end=False, max_offset=3))
+    with torch.no_grad():
+        model.biases[0].start.copy_(torch.linspace(-1, 1, 7))
+    for n in (12, 40):  # a constant sequence: only positions could tell queries apart
+        log_p = model(torch.full((1, n), 4))[1][0, 0, 0].log()  # (query, key)
+        # log p[i, j] - log p[i, i] is the score difference: a function of j - i alone
+        for d in (-4, -3, -1, 1, 2, 3, 5):
+            diffs = torch.stack([log_p[i, i + d] - log_p[i, i] for i in range(4, n - 5)])
+            torch.testing.assert_close(diffs, torch.full_like(diffs, diffs[0].item()))
+            # the table steps by 1/3 per offset, in units of bias_scale = 10
+            assert diffs[0].item() == pytest.approx(10 * max(-3, min(d, 3)) / 3, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(scheme="rotary"), "scheme"),
+        (dict(scheme="relative", max_offset=0), "max_offset"),
+        (dict(scheme="relative", bias_scale=0.0), "bias_scale"),
+        (dict(scheme="relative", positions=False), "positions"),
+        (dict(scheme="relative", n_heads=3), "divisible"),  # d_model is vocab alone: 10
+    ],
+)
+def test_bad_relative_settings_raise(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        SeqConfig(**kwargs)
+
+
+def test_relative_model_shapes_and_what_it_rejects():
+    cfg = SeqConfig(scheme="relative")
+    model = SeqTransformer(cfg)
+    assert cfg.d_model == 10
+    logits, patterns = model(torch.ones(3, 64, dtype=torch.long))
+    assert logits.shape == (3, 64, 10) and patterns.shape == (3, 1, 1, 64, 64)
+    deep = SeqTransformer(SeqConfig(scheme="relative", n_layers=2, n_heads=2, residual=True, queries="input"))
+    assert deep(torch.ones(2, 5, dtype=torch.long))[1].shape == (2, 2, 2, 5, 5)
+    assert len(deep.biases) == 2 and deep.biases[1].start.shape == (2, 5)
+    with pytest.raises(ValueError, match="sinusoid"):
+        weight_splits(model)
+    with pytest.raises(ValueError, match="sinusoid"):
+        NumpyTransformer(cfg, np.random.default_rng(0))
+
+
+def test_relative_reverse_trained_on_short_lengths_is_exact_at_four_times_them():
+    from toylib.sequences import RELATIVE, length_table, length_targets, train_mixed
+
+    (model, history), = train_mixed(tasks=("reverse",), lengths=range(2, 9), device="cpu", **RELATIVE).values()
+    assert history.stop_reason == "callback"
+    table = length_table({"reverse": model}, lengths=(8, 32), n=500)
+    assert table == {"reverse": {8: 1.0, 32: 1.0}}
+    targets = length_targets(table, lengths=(32,), trained_on=range(2, 9))
+    assert [t.measure for t in targets] == ["relative, trained on 2-8: exact, reverse, length 32"] and all_met(targets)
