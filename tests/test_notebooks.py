@@ -122,3 +122,12 @@ def test_the_maze_summary_table_is_compared_by_nbval():
     text = stored_summary("maze.ipynb", "mz.maze_targets(")
     assert "1,000 test mazes" in text and "7x7 (trained on 5x5)" in text
     assert_every_target_met(text)
+
+
+def test_the_sokoban_summary_and_the_posts_table_are_compared_by_nbval():
+    text = stored_summary("sokoban.ipynb", "sk.sokoban_targets(")
+    assert "solve rate, beam 32" in text and "solvability accuracy" in text and "optimal move" in text
+    lines = text.strip().splitlines()
+    assert lines[0].split() == ["measure", "target", "measured", "met"]
+    post = stored_summary("sokoban.ipynb", "sk.post_table(")
+    assert "solvability accuracy" in post and "0.921" in post  # the post's solve rate, beside ours

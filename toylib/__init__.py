@@ -15,8 +15,9 @@ Core modules, used by every chapter:
 
 One module per chapter: ``toylib.life`` (Conway's Game of Life), ``toylib.sequences``
 (copy, reverse, rotate, filter), ``toylib.tictactoe`` (the game, minimax and its model),
-``toylib.maze`` (mazes of tiles, BFS, the post's model and a looped one that searches);
-``toylib.sokoban`` holds the coming Sokoban chapter's world, ground truth and data.
+``toylib.maze`` (mazes of tiles, BFS, the post's model and a looped one that searches),
+``toylib.sokoban`` (one-box Sokoban, BFS and A*, the policy and its beam search, and the
+measurements behind "how transformers work").
 """
 
 __version__ = "0.1.0"
