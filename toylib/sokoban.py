@@ -451,21 +451,28 @@ def random_rooms(rng: np.random.Generator, size: int = SIZE,
     return rooms
 
 
-def random_board(rng: np.random.Generator, size: int = SIZE, room_areas: Sequence[int] = (10, 2),
-                 n_walls: tuple[int, int] = (0, 5)) -> Board:
-    """One board as the post makes it, every draw from `rng`: all walls, then `random_rooms`
-    carved as floor; the goal, the box (off the goal) and the player (off the box) on random
-    floor squares; then between n_walls[0] and n_walls[1] walls speckled on the other floor.
-    The defaults are the original's. Most boards it makes cannot be solved."""
+def random_board(
+    rng: np.random.Generator,
+    size: int = SIZE,
+    room_areas: Sequence[int] = (10, 2),
+    n_walls: tuple[int, int] = (0, 5),
+) -> Board:
+    """One board as the post makes it, every draw from `rng`: all walls,
+    then `random_rooms` carved as floor; the goal, the box (off the goal)
+    and the player (off the box) on random floor squares; then between
+    n_walls[0] and n_walls[1] walls speckled on the other floor. The
+    defaults are the original's. Most boards it makes cannot be solved."""
     lo, hi = n_walls
     if not 0 <= lo <= hi:
-        raise ValueError(f"n_walls is a range (fewest, most) of walls to speckle, 0 <= fewest <= most; got {n_walls!r}")
+        raise ValueError("n_walls is a range (fewest, most) of walls to "
+                         f"speckle, 0 <= fewest <= most; got {n_walls!r}")
     walls = np.ones((size, size), bool)
     for top, bottom, left, right in random_rooms(rng, size, room_areas):
         walls[top : bottom + 1, left : right + 1] = False
     floor = np.flatnonzero(~walls)
 
-    def pick(squares: np.ndarray) -> int:  # rng.integers, not rng.choice: a board is drawn 25,000 times
+    def pick(squares: np.ndarray) -> int:
+        # rng.integers, not rng.choice: a board is drawn 25,000 times
         return int(squares[rng.integers(squares.size)])
 
     goal = pick(floor)
@@ -474,7 +481,8 @@ def random_board(rng: np.random.Generator, size: int = SIZE, room_areas: Sequenc
     free = floor[(floor != goal) & (floor != box) & (floor != player)]
     n_speckles = rng.integers(lo, hi + 1)
     walls.flat[rng.permutation(free)[:n_speckles]] = True
-    return Board(walls.astype(np.uint8).tobytes(), goal, box, player, (size, size))
+    return Board(walls.astype(np.uint8).tobytes(), goal, box, player,
+                 (size, size))
 
 
 # ----------------------------------------------------------------------------- training entries
@@ -868,17 +876,23 @@ class SokobanPolicy(nn.Module):
     def tokens(self, planes: torch.Tensor) -> torch.Tensor:
         return self.encoder(planes)  # (n, d_model)
 
-    def attend(self, goal: torch.Tensor, boards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def attend(
+        self, goal: torch.Tensor, boards: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         b, t, _ = boards.shape
         if t > self.config.n_ctx:
-            raise ValueError(f"the policy holds {self.config.n_ctx} boards, got a history of {t}")
+            raise ValueError(f"the policy holds {self.config.n_ctx} boards, "
+                             f"got a history of {t}")
         x = torch.cat([goal[:, None], boards], 1)  # (B, T + 1, d)
         x = x + self.position.weight[: t + 1]
         mask = None
-        if not self.config.history:  # the goal (column 0) and the board itself; the blocks add the causal mask
+        if not self.config.history:
+            # the goal (column 0) and the board itself; the blocks add the
+            # causal mask
             mask = torch.eye(t + 1, dtype=torch.bool, device=x.device)
             mask[:, 0] = True
-        x, patterns = self.blocks(x, mask)  # (B, T + 1, d), (B, layer, head, T + 1, T + 1)
+        # (B, T + 1, d), (B, layer, head, T + 1, T + 1)
+        x, patterns = self.blocks(x, mask)
         x = x[:, 1:]  # (B, T, d): the boards
         return self.action_head(x), self.nsteps_head(x), patterns
 
@@ -904,19 +918,26 @@ def _batch(data: SokobanSet, index: np.ndarray) -> tuple[torch.Tensor, ...]:
             torch.from_numpy(data.nsteps[index, :t]).long(), torch.from_numpy(data.optimal[index, :t]))
 
 
-def sokoban_loss(model: SokobanPolicy, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, dict[str, float]]:
-    """The policy's loss: -log of the probability it gives to the optimal actions together
-    (any shortest solution is right), where the mask lets the action be learned, plus the
-    cross-entropy of the nsteps class at every real board."""
+def sokoban_loss(
+    model: SokobanPolicy, batch: tuple[torch.Tensor, ...]
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The policy's loss: -log of the probability it gives to the optimal
+    actions together (any shortest solution is right), where the mask lets
+    the action be learned, plus the cross-entropy of the nsteps class at
+    every real board."""
     device = next(model.parameters()).device
-    goal, boards, lengths, actions, mask, nsteps, optimal = (x.to(device) for x in batch)
-    action_logits, nsteps_logits, _ = model(goal, boards, lengths)  # (B, T, 5), (B, T, N_NSTEPS)
+    goal, boards, lengths, actions, mask, nsteps, optimal = (
+        x.to(device) for x in batch)
+    # (B, T, 5), (B, T, N_NSTEPS)
+    action_logits, nsteps_logits, _ = model(goal, boards, lengths)
     learn = mask & optimal.any(-1)  # (B, T)
     logp = torch.log_softmax(action_logits[learn], -1)  # (n, 5)
-    policy_loss = -torch.logsumexp(logp.masked_fill(~optimal[learn], -math.inf), -1).mean()
+    best = logp.masked_fill(~optimal[learn], -math.inf)  # (n, 5)
+    policy_loss = -torch.logsumexp(best, -1).mean()
     real = nsteps >= 0
     nsteps_loss = F.cross_entropy(nsteps_logits[real], nsteps[real])
-    return policy_loss + nsteps_loss, {"policy_loss": policy_loss.item(), "nsteps_loss": nsteps_loss.item()}
+    return policy_loss + nsteps_loss, {"policy_loss": policy_loss.item(),
+                                       "nsteps_loss": nsteps_loss.item()}
 
 
 def _entries(data: SokobanSet, batch_size: int, generator: torch.Generator) -> Iterator[tuple[torch.Tensor, ...]]:
