@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from toylib import cli
-from toylib.device import cpu_threads, setup
+from toylib.device import cpu_threads, flush_denormals, setup
 from toylib.infer import infer, model_device
 from toylib.plot import attention_mosaic
 from toylib.targets import Target, all_met, format_table, missed, table
@@ -171,6 +171,16 @@ def test_threads():
     with pytest.raises(ValueError, match="threads"):
         setup(threads=0)
     torch.set_num_threads(before)
+
+
+def test_flush_denormals_rounds_them_to_zero_inside_the_block_only():
+    tiny = torch.tensor([1e-39])  # a float32 denormal
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this CPU cannot flush denormals")
+    assert (tiny * 1.0).item() > 0
+    with flush_denormals():
+        assert (tiny * 1.0).item() == 0.0
+    assert (tiny * 1.0).item() > 0  # off again, as torch starts
 
 
 # ----------------------------------------------------------------------------- the command line

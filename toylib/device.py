@@ -65,6 +65,21 @@ def cpu_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+@contextlib.contextmanager
+def flush_denormals() -> Iterator[None]:
+    """Run a block with the CPU rounding denormal numbers (below about 1e-38) to zero, then
+    turn that off again. Once a softmax puts next to nothing on most keys, the gradients fill
+    with denormals, which x86 CPUs handle several times slower than ordinary numbers: a Life
+    run measured 0.10 to 0.16 s a step with them and 0.026 s without, on the same path (the
+    metrics agree to the digits printed). Off is torch's default, so the other chapters'
+    arithmetic is untouched."""
+    torch.set_flush_denormal(True)  # returns False where the CPU cannot: then nothing changes
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+
+
 def setup(threads: int = 1, prefer: str | None = None) -> torch.device:
     """What every chapter does first: choose the device (see `pick_device`) and set torch's
     CPU threads.
