@@ -202,7 +202,7 @@ POSITIONS = ("cells", "rows_cols")
 
 @dataclasses.dataclass(frozen=True)
 class LifeConfig:
-    grid_size: int = 16  # the post's; the model is built for one grid size: it has a position embedding per row and column
+    grid_size: int = 16  # the post's; the model is built for one grid size: its positions are per row and column (or cell)
     d_model: int = 48  # width of every token (the post's ndim): room for 16 rows, 16 columns and the state
     mixer: str = "attention"  # "attention" (learned), or a fixed 3x3 average: "pool" or "pool_no_centre";
     # "offset": OffsetAttentionNet, scores by offset within `radius`, no positions, any grid size
@@ -252,7 +252,9 @@ class LifeConfig:
 
 class SingleAttentionNet(nn.Module):
     """The post's model: one token per cell, one single-head attention, one SiLU layer,
-    one logit per cell.
+    one logit per cell. A token is the cell's state plus its position: a learned vector per
+    row plus one per column (positions="rows_cols", the chapter's), or one per cell ("cells",
+    the post's).
 
     forward(grids (batch, size, size) of 0/1) ->
         (logits (batch, size, size): > 0 means alive next,
