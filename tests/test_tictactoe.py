@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -264,7 +266,29 @@ def test_training_is_deterministic_and_learns(data):
     m2, h2 = t3.train_tictactoe(cfg, data, progress=False)
     assert h1.column("loss") == h2.column("loss")
     assert h1.column("loss")[-1] < h1.column("loss")[0]
-    assert h1.steps == 3 * -(-len(data.train) // cfg.batch_size)
+    # the default learns from the validation classes too; the post's recipe from training only
+    assert cfg.train_on_val and h1.steps == 3 * -(-(len(data.train) + len(data.val)) // cfg.batch_size)
+    _, h3 = t3.train_tictactoe(dataclasses.replace(cfg, train_on_val=False, max_epochs=1), data, progress=False)
+    assert h3.steps == -(-len(data.train) // cfg.batch_size)
+
+
+def test_concatenated_positions_keep_every_optimal_move(data):
+    both = t3.Positions.concat(data.train, data.val)
+    assert len(both) == len(data.train) + len(data.val)
+    k = max(data.train.targets.shape[1], data.val.targets.shape[1])
+    assert both.targets.shape == (len(both), k, 9)
+    for part, offset in ((data.train, 0), (data.val, len(data.train))):
+        for i in (0, len(part) // 2, len(part) - 1):
+            j = offset + i
+            n = int(part.n_optimal[i])
+            assert int(both.n_optimal[j]) == n and torch.equal(both.boards[j], part.boards[i])
+            assert torch.equal(both.optimal[j], part.optimal[i]) and torch.equal(both.outcome[j], part.outcome[i])
+            # the first n targets are the optimal next boards; the padding repeats the first
+            assert torch.equal(both.targets[j, :n], part.targets[i, :n])
+            assert (both.targets[j, n:] == part.targets[i, 0]).all()
+    # the held-out test classes stay out of what the model learns from
+    learnt = {t3.canonical(tuple(b)) for b in both.boards.tolist()}
+    assert not learnt & {t3.canonical(tuple(b)) for b in data.test.boards.tolist()}
 
 
 def test_board_image_and_game_frames():
