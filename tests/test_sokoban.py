@@ -520,3 +520,17 @@ def test_a_short_training_run_learns(data):
     first, second = history.column("loss")
     assert second < 0.95 * first
     assert set(history.last) >= {"val_loss", "val_optimal", "val_solvability"}
+
+
+def test_side_by_side_training_learns_what_training_alone_learns(data):
+    # the chapter trains its two policies in two processes at once: each must come back with
+    # exactly the weights and history it gets trained here, alone, on one thread
+    configs = [tiny_config(steps=6, eval_every=3, history=h) for h in (True, False)]
+    apart = sk.train_sokobans(configs, data, device="cpu", workers=2)
+    here = sk.train_sokobans(configs, data, device="cpu", workers=1)
+    for (m1, h1), (m2, h2) in zip(apart, here):
+        assert m1.config == m2.config
+        assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
+        assert h1.column("loss") == h2.column("loss") and h1.steps == h2.steps == 6
+    with pytest.raises(ValueError, match="workers"):
+        sk.train_sokobans(configs, data, device="cpu", workers=0)

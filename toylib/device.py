@@ -80,6 +80,15 @@ def flush_denormals() -> Iterator[None]:
         torch.set_flush_denormal(False)
 
 
+def cpu_cores() -> int:
+    """The CPU cores this process may run on (a container or `taskset` may allow fewer than
+    the machine has)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
 def setup(threads: int = 1, prefer: str | None = None) -> torch.device:
     """What every chapter does first: choose the device (see `pick_device`) and set torch's
     CPU threads.

@@ -7,16 +7,20 @@ the loop only records what the task measures and decides when to stop.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
+import multiprocessing
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 from tqdm.auto import tqdm
+
+from toylib.device import cpu_cores
 
 Batch = Any
 LossFn = Callable[[nn.Module, Batch], "torch.Tensor | tuple[torch.Tensor, dict[str, float]]"]
@@ -246,6 +250,33 @@ def minibatches(*tensors: torch.Tensor, batch_size: int, generator: torch.Genera
         for i in range(0, n, batch_size):
             idx = order[i : i + batch_size]
             yield tuple(t[idx] for t in tensors)
+
+
+def _one_thread() -> None:
+    torch.set_num_threads(1)
+
+
+def side_by_side(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None = None) -> list[Any]:
+    """`[fn(*job) for job in jobs]`, the jobs running at the same time, each in a process of its
+    own with one torch thread: on a 2-core CPU two trainings take about the time of one.
+
+    workers: processes at once; by default one per job, at most one per CPU core this process
+        may use. With 1 (or one job) every job runs here, one after another.
+    The processes are spawned, not forked (a fork of a process whose torch threads have
+    started can hang), so `fn` must be a module-level function they can import, and jobs and
+    results travel pickled. A job that seeds itself (as `fit`'s callers do) computes the same
+    numbers in its own process as here on one thread.
+    """
+    jobs = list(jobs)
+    workers = min(len(jobs), cpu_cores()) if workers is None else workers
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if workers == 1 or len(jobs) <= 1:
+        return [fn(*job) for job in jobs]
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_one_thread) as pool:
+        futures = [pool.submit(fn, *job) for job in jobs]
+        return [f.result() for f in futures]
 
 
 def save_checkpoint(path: str | Path, model: nn.Module, config: Any, **extra: Any) -> None:
