@@ -532,5 +532,6 @@ def test_side_by_side_training_learns_what_training_alone_learns(data):
         assert m1.config == m2.config
         assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
         assert h1.column("loss") == h2.column("loss") and h1.steps == h2.steps == 6
+    assert sk.train_sokobans([], data, device="cpu") == []
     with pytest.raises(ValueError, match="workers"):
         sk.train_sokobans(configs, data, device="cpu", workers=0)

@@ -268,7 +268,7 @@ def side_by_side(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | N
     numbers in its own process as here on one thread.
     """
     jobs = list(jobs)
-    workers = min(len(jobs), cpu_cores()) if workers is None else workers
+    workers = max(1, min(len(jobs), cpu_cores())) if workers is None else workers
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if workers == 1 or len(jobs) <= 1:
