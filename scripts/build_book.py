@@ -7,7 +7,10 @@
 Executing: every notebook in _toc.yml runs in jupyter-cache's local-parallel executor, one
 more at once than there are CPU cores (--workers): each kernel uses one thread, and with only
 as many workers as cores the last chapter waits for another to end (on 2 cores, the three
-chapters took 338 s that way and 273 s three at a time). Each kernel runs in its notebook's
+chapters took 338 s that way and 273 s three at a time). A notebook whose metadata holds
+`"toy_book": {"alone": true}` runs first, with the machine to itself, before the others start:
+one that trains on every core and times itself against a target counted by the clock (Sokoban)
+would otherwise print the time it took beside the other chapters. Each kernel runs in its notebook's
 folder, with the cell timeout of _config.yml, into a cache made afresh under _build/ by every
 run (the cache's hash sees a notebook's cells, not a change to toylib). Then jupyter-book
 renders the pages from that cache (myst-nb's `execute_notebooks: cache`), so every output on
@@ -24,6 +27,7 @@ with the mode it needs.
 """
 
 import argparse
+import json
 import multiprocessing
 import os
 import shutil
@@ -82,23 +86,47 @@ def executed_notebooks(config: dict) -> list:
     return found
 
 
+def runs_alone(path: Path) -> bool:
+    """Whether the notebook at `path` asks to run with the machine to itself (metadata
+    `"toy_book": {"alone": true}`; only .ipynb files can say so)."""
+    if path.suffix != ".ipynb":
+        return False
+    meta = json.loads(path.read_text(encoding="utf8")).get("metadata", {}).get("toy_book", {})
+    return meta.get("alone") is True
+
+
 class LocalParallel(JupyterExecutorLocalMproc):
     """jupyter-cache's "local-parallel" executor (a pool of processes, each running a notebook
     with nbclient in the notebook's folder and storing it in the cache), with the pool's size
     set: the library's own run_and_cache always opens os.cpu_count() processes."""
 
-    def __init__(self, cache, workers: int, in_temp: bool = False):
+    def __init__(self, cache, workers: int, in_temp: bool = False, alone: frozenset = frozenset()):
         super().__init__(cache)
         self.workers = workers
+        self.alone = alone  # the URIs of notebooks that run one at a time before the rest
         self.worker = ExecutionWorkerTempMProc() if in_temp else ExecutionWorkerLocalMProc()
 
     def run_and_cache(self, *, timeout, allow_errors, **_) -> ExecutorRunResult:
         records = self.get_records()  # those not in the cache: every notebook, as it is new
         jobs = [ProcessData(r.pk, r.uri, self.cache, timeout, allow_errors) for r in records]
         multiprocessing.log_to_stderr(REPORT_LEVEL)  # "Executing: ...", "Execution Successful: ..."
-        with multiprocessing.Pool(max(1, min(self.workers, len(jobs)))) as pool:
+        first = [job for job in jobs if job.uri in self.alone]
+        rest = [job for job in jobs if job.uri not in self.alone]
+        results = self.pool_map(first, 1) + self.pool_map(rest, self.workers)
+        return ExecutorRunResult(
+            succeeded=[uri for code, uri in results if code == 0],
+            excepted=[uri for code, uri in results if code == 1],
+            errored=[uri for code, uri in results if code == 2],
+        )
+
+    def pool_map(self, jobs: list, workers: int) -> list:
+        """Each job in a pool of `workers` processes (each notebook's kernel is a process of
+        its own, whatever the pool's size); (code, uri) for each."""
+        if not jobs:
+            return []
+        with multiprocessing.Pool(max(1, min(workers, len(jobs)))) as pool:
             try:
-                results = pool.map(self.worker, jobs, chunksize=1)
+                return pool.map(self.worker, jobs, chunksize=1)
             except BaseException:
                 # Ctrl-C: a worker interrupted inside nbclient can keep nbclient's SIGTERM
                 # handler, and then the pool's terminate() waits for it forever. Kill the
@@ -106,11 +134,6 @@ class LocalParallel(JupyterExecutorLocalMproc):
                 for child in multiprocessing.active_children():
                     child.kill()
                 raise
-        return ExecutorRunResult(
-            succeeded=[uri for code, uri in results if code == 0],
-            excepted=[uri for code, uri in results if code == 1],
-            errored=[uri for code, uri in results if code == 2],
-        )
 
 
 def execute(notebooks: list, workers: int, execute_config: dict) -> JupyterCacheBase:
@@ -121,8 +144,13 @@ def execute(notebooks: list, workers: int, execute_config: dict) -> JupyterCache
     cache = get_cache(CACHE)
     for path, reader in notebooks:
         cache.add_nb_to_project(str(path), read_data=reader)
-    print(f"Executing {len(notebooks)} notebooks, {workers} at a time, into {CACHE.relative_to(ROOT)}", flush=True)
-    result = LocalParallel(cache, workers, bool(execute_config.get("run_in_temp"))).run_and_cache(
+    alone = [path for path, _ in notebooks if runs_alone(path)]
+    order = f"{len(notebooks) - len(alone)} notebooks, {workers} at a time"
+    if alone:
+        order = ", ".join(f"{p.relative_to(ROOT)} alone" for p in alone) + f", then the other {order}"
+    print(f"Executing into {CACHE.relative_to(ROOT)}: {order}", flush=True)
+    runner = LocalParallel(cache, workers, bool(execute_config.get("run_in_temp")), frozenset(map(str, alone)))
+    result = runner.run_and_cache(
         timeout=execute_config.get("timeout", 30),  # myst-nb's defaults
         allow_errors=execute_config.get("allow_errors", False),
     )
