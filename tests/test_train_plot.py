@@ -54,6 +54,30 @@ def test_fit_learns_and_records_history():
     assert "rmse" in h.last
 
 
+def test_log_every_records_the_loss_between_evaluations_and_changes_nothing_else():
+    def run(log_every):
+        seed_everything(0)
+        model = Tiny(TinyConfig())
+        batches, loss_fn = regression_task()
+        calls = []
+        h = fit(model, batches, loss_fn, TrainOptions(steps=100, lr=0.05, eval_every=50, log_every=log_every),
+                eval_fn=lambda m: {"val_w0": m.lin.weight[0, 0].item()}, progress=False,
+                callback=lambda step, m, h: calls.append(step))
+        return model, h, calls
+
+    model, h, calls = run(10)
+    assert h.column("step") == list(range(10, 101, 10))
+    steps, values = h.series("val_w0")
+    assert steps == [50, 100] == calls  # evaluations and callbacks at 50 and 100 only
+    assert h.column("loss")[-1] < h.column("loss")[0]
+    plain_model, plain, plain_calls = run(None)
+    assert plain.column("step") == [50, 100] == plain_calls
+    assert plain.column("val_w0") == values
+    assert torch.equal(model.lin.weight, plain_model.lin.weight)  # logging does not change training
+    with pytest.raises(ValueError, match="log_every"):
+        TrainOptions(steps=10, log_every=0)
+
+
 def test_same_seed_same_training():
     def run():
         seed_everything(3)

@@ -817,6 +817,7 @@ class SokobanConfig:
     weight_decay: float = 0.0
     grad_clip: float | None = 1.0
     eval_every: int = 1_000  # steps between validations
+    log_every: int = 100  # steps between records of the training loss, for its curve
     n_solvable: int = 4_000  # training boards that can be solved (the post: 4,000) ...
     n_unsolvable: int = 4_000  # ... and that cannot (the post: 4,000), each under 8 symmetries
     n_held_out: int = 4_000  # held-out boards, half of them solvable (the post: 4,000)
@@ -832,7 +833,7 @@ class SokobanConfig:
     def train_options(self) -> TrainOptions:
         return TrainOptions(steps=self.steps, lr=self.lr, weight_decay=self.weight_decay, schedule="cosine",
                             warmup=self.warmup, grad_clip=self.grad_clip, eval_every=self.eval_every,
-                            monitor="val_loss", restore_best=True)
+                            log_every=self.log_every, monitor="val_loss", restore_best=True)
 
 
 class BoardEncoder(nn.Module):

@@ -30,7 +30,8 @@ LossFn = Callable[[nn.Module, Batch], "torch.Tensor | tuple[torch.Tensor, dict[s
 class History:
     """What a training run measured. `records` holds one dict per evaluation, each with at
     least `step`, `seconds` (training time so far, evaluation excluded), `lr` and `loss`
-    (the mean training loss since the previous record)."""
+    (the mean training loss since the previous record), and, with `log_every`, one more
+    between evaluations with those four alone."""
 
     records: list[dict[str, float]] = dataclasses.field(default_factory=list)
     seconds: float = 0.0  # training time, evaluation and callbacks excluded
@@ -41,6 +42,10 @@ class History:
     def column(self, key: str) -> list[float]:
         """One metric over the run, e.g. history.column("loss")."""
         return [r[key] for r in self.records if key in r]
+
+    def series(self, key: str) -> tuple[list[int], list[float]]:
+        """The steps at which `key` was recorded, and its values there (for a plot)."""
+        return [r["step"] for r in self.records if key in r], self.column(key)
 
     @property
     def last(self) -> dict[str, float]:
@@ -72,6 +77,7 @@ class TrainOptions:
     warmup: int = 0  # steps of linear warm-up
     plateau: tuple[float, int] | None = None  # (factor, patience): ReduceLROnPlateau on `monitor` instead
     eval_every: int = 100  # steps between evaluations
+    log_every: int | None = None  # steps between records of the training loss alone (cheap: no evaluation)
     monitor: str = "val_loss"  # the evaluation metric (lower is better) for plateau, patience and restore_best
     patience: int | None = None  # early stopping after this many evaluations without a better `monitor`
     restore_best: bool = False  # out of steps: restore the weights of the best `monitor`
@@ -79,8 +85,9 @@ class TrainOptions:
     optimizer: str = "adamw"  # or "sgd": plain SGD, no momentum, for ablations
 
     def __post_init__(self):
-        if self.steps < 1 or self.eval_every < 1:
-            raise ValueError(f"steps and eval_every must be positive, got steps={self.steps}, eval_every={self.eval_every}")
+        if self.steps < 1 or self.eval_every < 1 or (self.log_every is not None and self.log_every < 1):
+            raise ValueError(f"steps, eval_every and log_every must be positive, got steps={self.steps}, "
+                             f"eval_every={self.eval_every}, log_every={self.log_every}")
         if self.optimizer not in ("adamw", "sgd"):
             raise ValueError(f"optimizer must be 'adamw' or 'sgd', got {self.optimizer!r}")
         if self.schedule not in ("constant", "cosine"):
@@ -117,6 +124,8 @@ def fit(
         device itself, so batches can be built on the CPU.
     eval_fn(model) -> metrics, run in eval mode under no_grad every `eval_every` steps and
         at the end; metrics are stored in the history.
+    options.log_every: also record the mean training loss every that many steps, without
+        evaluating (a finer loss curve for the price of nothing).
     options.patience: early stopping when `monitor` (lower is better) has not improved for
         that many evaluations; the weights of the best evaluation are restored.
     options.restore_best: when training runs out of steps, restore the weights of the
@@ -156,11 +165,15 @@ def fit(
         n_running += 1
         train_seconds += time.perf_counter() - t0
         bar.update(1)
-        if step % o.eval_every and step != o.steps:
+        evaluating = step % o.eval_every == 0 or step == o.steps
+        if not evaluating and not (o.log_every and step % o.log_every == 0):
             continue
         record = {"step": step, "seconds": train_seconds, "lr": opt.param_groups[0]["lr"], "loss": running / n_running}
-        record.update({k: float(v) for k, v in metrics.items()})
         running, n_running = 0.0, 0
+        if not evaluating:  # the training loss alone, between evaluations
+            history.records.append(record)
+            continue
+        record.update({k: float(v) for k, v in metrics.items()})
         if eval_fn is not None:
             model.eval()
             with torch.no_grad():
