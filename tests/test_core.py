@@ -251,6 +251,14 @@ def test_attention_mosaic_lays_heads_across_and_layers_down():
         attention_mosaic(np.zeros((3, 3)))
 
 
+def test_cli_seed_help_says_what_the_seed_changes():
+    from toylib import cli, life, sokoban
+
+    assert "seed of the weights and the data" in " ".join(cli.parser(life.CHAPTER).format_help().split())
+    text = " ".join(cli.parser(sokoban.CHAPTER).format_help().split())
+    assert "seed of the weights and the batch order (--data-seed: the data)" in text
+
+
 def test_cli_benchmark_trains_and_measures_a_chapter_reproducibly():
     from toylib import cli, life
 

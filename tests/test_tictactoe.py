@@ -346,7 +346,7 @@ def test_play_widget_answers_a_click_with_the_models_move():
     pytest.importorskip("ipywidgets")
     model = t3.TicTacToeNet(t3.TicTacToeConfig())
     box = t3.play_widget(model)
-    (side, new), board, status = box.children[0].children, box.children[1], box.children[2]
+    (side, _new), board, status = box.children[0].children, box.children[1], box.children[2]
     buttons = board.children
     assert [b.description for b in buttons] == [" "] * 9 and status.value == "your move"
     buttons[4].click()  # X in the centre

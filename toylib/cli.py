@@ -56,7 +56,11 @@ def parser(chapter: Chapter) -> argparse.ArgumentParser:
     """The chapter's argument parser: its config options, then the options every chapter has."""
     p = argparse.ArgumentParser(prog=f"python -m toylib.{chapter.name}", description=chapter.description)
     defaults = chapter.config_cls()
-    for o in (Option("--seed", "seed", "seed of the weights and the data"), *chapter.options):
+    # A chapter whose data has a seed of its own (--data-seed, --split-seed) keeps its data when --seed changes.
+    data_seeds = [o.flag if isinstance(o.flag, str) else o.flag[0] for o in chapter.options if o.field.endswith("_seed")]
+    seed_help = (f"seed of the weights and the batch order ({', '.join(data_seeds)}: the data)" if data_seeds
+                 else "seed of the weights and the data")
+    for o in (Option("--seed", "seed", seed_help), *chapter.options):
         default = getattr(defaults, o.field)
         flags = (o.flag,) if isinstance(o.flag, str) else o.flag
         if isinstance(default, bool):

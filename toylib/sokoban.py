@@ -920,12 +920,15 @@ class SokobanPolicy(nn.Module):
         return self.attend(self.tokens(goal), tokens)
 
 
-def _batch(data: SokobanSet, index: np.ndarray) -> tuple[torch.Tensor, ...]:
+def _batch(data: SokobanSet, index: np.ndarray, n_ctx: int | None = None) -> tuple[torch.Tensor, ...]:
     """Entries `index` as tensors, cut to their longest: goal planes (B, 5, R, C), board
-    planes (B, T, 5, R, C), lengths (B,), actions, policy mask, nsteps (B, T), optimal (B, T, 5)."""
-    t = int(data.lengths[index].max())
+    planes (B, T, 5, R, C), lengths (B,), actions, policy mask, nsteps (B, T), optimal (B, T, 5).
+    With `n_ctx`, an entry longer than a policy's history keeps its first `n_ctx` boards: the
+    labels of those boards do not depend on the rest, and a policy never reads further."""
+    lengths = data.lengths[index] if n_ctx is None else np.minimum(data.lengths[index], n_ctx)  # (B,)
+    t = int(lengths.max())
     goal, boards = data.inputs(index)
-    return (torch.from_numpy(goal), torch.from_numpy(boards[:, :t]), torch.from_numpy(data.lengths[index]),
+    return (torch.from_numpy(goal), torch.from_numpy(boards[:, :t]), torch.from_numpy(lengths),
             torch.from_numpy(data.actions[index, :t]).long(), torch.from_numpy(data.policy_mask[index, :t]),
             torch.from_numpy(data.nsteps[index, :t]).long(), torch.from_numpy(data.optimal[index, :t]))
 
@@ -952,12 +955,13 @@ def sokoban_loss(
                                        "nsteps_loss": nsteps_loss.item()}
 
 
-def _entries(data: SokobanSet, batch_size: int, generator: torch.Generator) -> Iterator[tuple[torch.Tensor, ...]]:
-    """Endless shuffled batches of entries, epoch after epoch."""
+def _entries(data: SokobanSet, batch_size: int, generator: torch.Generator,
+             n_ctx: int | None = None) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Endless shuffled batches of entries, epoch after epoch, each cut to `n_ctx` boards."""
     while True:
         order = torch.randperm(len(data), generator=generator).numpy()
         for i in range(0, len(order) - batch_size + 1, batch_size):
-            yield _batch(data, np.sort(order[i : i + batch_size]))
+            yield _batch(data, np.sort(order[i : i + batch_size]), n_ctx)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -974,7 +978,8 @@ class Accuracies:
 
 
 def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) -> Accuracies:
-    """Teacher-forced measures of `model` on every entry of `data`."""
+    """Teacher-forced measures of `model` on every entry of `data`, each cut to the boards the
+    policy's history holds (`config.n_ctx`)."""
     was_training, sums, counts, losses = model.training, {}, {}, []
     model.eval()
     device = next(model.parameters()).device
@@ -985,7 +990,7 @@ def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) ->
 
     with torch.no_grad():
         for i in range(0, len(data), batch_size):
-            batch = _batch(data, np.arange(i, min(i + batch_size, len(data))))
+            batch = _batch(data, np.arange(i, min(i + batch_size, len(data))), model.config.n_ctx)
             losses.append((sokoban_loss(model, batch)[0].item(), len(batch[0])))
             goal, boards, lengths, actions, mask, nsteps, optimal = (x.to(device) for x in batch)
             action_logits, nsteps_logits = model(goal, boards, lengths)[:2]
@@ -1025,7 +1030,8 @@ def train_sokoban(
         a = accuracies(m, data["val"])
         return {"val_loss": a.loss, "val_optimal": a.optimal, "val_solvability": a.solvability}
 
-    history = fit(model, _entries(data["train"], config.batch_size, gen), sokoban_loss, config.train_options(),
+    batches = _entries(data["train"], config.batch_size, gen, config.n_ctx)
+    history = fit(model, batches, sokoban_loss, config.train_options(),
                   eval_fn=evaluate, callback=callback, device=device, progress=progress)
     return model, history
 
