@@ -4,12 +4,18 @@
     python benchmarks/run.py --seeds 3                # fewer seeds
     python benchmarks/run.py --chapters tictactoe     # some chapters only (comma-separated)
     python benchmarks/run.py --chapters life --set grid_size=16   # a config field changed
+    python benchmarks/run.py --capability avx2        # another CPU's arithmetic (ATEN_CPU_CAPABILITY)
 
 For each seed, `toylib.cli.benchmark` trains the chapter's default model and measures it
 against the chapter's targets (sequences: `sequences.benchmark`, the chapter's whole suite), exactly as the chapter's summary does (on data the model
 never trained on). A seed "meets every target" when no target is missed; that verdict is
 computed from the targets, never read back from printed text. Each run uses one CPU
-thread, as the chapters do. Not a test: it takes a while, and its times belong to the
+thread, as the chapters do.
+
+`--capability` (default, avx2, avx512) picks the vector kernels PyTorch uses on the CPU, as the
+environment variable ATEN_CPU_CAPABILITY does: another CPU's arithmetic, forced on this one.
+The same seed then trains along another path to other weights, as it would on that CPU, so
+a count of seeds holds for a machine only where it holds under several capabilities. Not a test: it takes a while, and its times belong to the
 machine it ran on.
 """
 
@@ -20,6 +26,7 @@ import ast
 import os
 import platform
 import statistics
+import sys
 import time
 
 import torch
@@ -29,6 +36,7 @@ from toylib.device import setup
 from toylib.targets import all_met, format_table
 
 CHAPTERS = {"life": life, "sequences": sequences, "tictactoe": tictactoe, "maze": maze, "sokoban": sokoban}
+CAPABILITIES = ("default", "avx2", "avx512")
 HEADER = ("chapter", "seed", "train s", "every target", "missed")
 
 
@@ -53,7 +61,13 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
     p.add_argument("--device", default=None)
     p.add_argument("--chapters", default=",".join(CHAPTERS), help=f"comma-separated, of {', '.join(CHAPTERS)}")
     p.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="change the config (not sequences)")
+    p.add_argument("--capability", choices=CAPABILITIES,
+                   help="PyTorch's CPU vector kernels (ATEN_CPU_CAPABILITY); default: the best this CPU has")
     args = p.parse_args(argv)
+    if args.capability and os.environ.get("ATEN_CPU_CAPABILITY") != args.capability:
+        # torch reads the variable once, when it loads: run again in a process that has it
+        env = {**os.environ, "ATEN_CPU_CAPABILITY": args.capability}
+        os.execve(sys.executable, [sys.executable, __file__, *(sys.argv[1:] if argv is None else argv)], env)
     chapters = args.chapters.split(",")
     unknown = set(chapters) - set(CHAPTERS)
     if unknown:
@@ -61,7 +75,8 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
     changes = parse_changes(args.set)
     device = setup(threads=1, prefer=args.device)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} thread, device {device}" + (f", config changes {changes}" if changes else ""))
+          f"{torch.get_num_threads()} thread, device {device}, "
+          f"CPU kernels {torch.backends.cpu.get_cpu_capability()}" + (f", config changes {changes}" if changes else ""))
     t0 = time.perf_counter()
     verdicts: dict[str, list[bool]] = {}
     for name in chapters:

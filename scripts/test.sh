@@ -6,9 +6,17 @@
 # --dist loadscope keeps each notebook's cells on one worker, so that they share one kernel,
 # in order. The notebooks come first so that their workers start at once and the unit tests
 # fill the gaps. Sets up .venv first. Extra arguments go to pytest.
+#
+# The chapters train on the CPU here, as they did when their outputs were stored
+# (TOYLIB_DEVICE=cuda bash scripts/test.sh trains them on a GPU instead). What nbval compares
+# does not depend on the CPU's arithmetic (see tests/nbval_sanitize.cfg): to try another,
+# ATEN_CPU_CAPABILITY=default (or avx2, avx512) bash scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+export TOYLIB_DEVICE=${TOYLIB_DEVICE:-cpu}
+echo "device $TOYLIB_DEVICE, PyTorch CPU kernels" \
+  "$(.venv/bin/python -c 'import torch; print(torch.backends.cpu.get_cpu_capability())')"
 .venv/bin/python -m pytest -n "${TEST_WORKERS:-$(( $(nproc) + 1 ))}" --dist loadscope \
   --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
   book tests "$@"

@@ -73,13 +73,19 @@ def test_notebook_is_stored_with_outputs_and_small(nb):
     assert not errors
 
 
+def cell_text(cell) -> str:
+    return "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
+
+
+def tags(cell) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
 def stored_summary(notebook: str, marker: str) -> str:
-    """The stored output of the first cell whose source contains `marker`: the chapter's
-    summary table, which nbval must compare (so the cell is not tagged to be ignored)."""
+    """The stored output of the first cell whose source contains `marker`: a chapter's summary."""
     cells = [c for c in code_cells(ROOT / "book" / notebook) if marker in "".join(c["source"])]
     assert cells, f"{notebook} prints a summary"
-    assert "nbval-ignore-output" not in cells[0].get("metadata", {}).get("tags", [])
-    return "".join("".join(o.get("text", "")) for o in cells[0]["outputs"])
+    return cell_text(cells[0])
 
 
 def assert_every_target_met(text: str) -> None:
@@ -90,7 +96,7 @@ def assert_every_target_met(text: str) -> None:
     assert verdicts and set(verdicts) <= {"yes", "-"}, "the stored summary meets every target"
 
 
-def test_the_life_summary_table_is_compared_by_nbval():
+def test_the_life_summary_meets_every_target():
     text = stored_summary("life.ipynb", "life.summarise(model, seen)")
     assert "exact next state" in text and "16x16" in text  # the post's grid size, by default
     assert_every_target_met(text)
@@ -105,29 +111,109 @@ def test_book_configuration_guards_the_build():
     assert CONFIG["sphinx"]["recursive_update"] is True
 
 
-def test_the_sequences_summary_table_is_compared_by_nbval():
+def test_the_sequences_summary_meets_every_target():
     text = stored_summary("sequences.ipynb", "seq.claim_targets(")
     assert "PyTorch exact match" in text and "attention on source" in text
     assert_every_target_met(text)
 
 
-def test_the_tictactoe_summary_table_is_compared_by_nbval():
+def test_the_tictactoe_summary_meets_every_target():
     text = stored_summary("tictactoe.ipynb", "t3.summarise(")
     summary = text.split("\n\n")[0]  # the targets; the detail table follows
     assert "held-out test positions" in summary and "exhaustive play as O" in summary
     assert_every_target_met(summary)
 
 
-def test_the_maze_summary_table_is_compared_by_nbval():
+def test_the_maze_summary_meets_every_target():
     text = stored_summary("maze.ipynb", "mz.maze_targets(")
     assert "1,000 test mazes" in text and "7x7 (trained on 5x5)" in text
     assert_every_target_met(text)
 
 
-def test_the_sokoban_summary_and_the_posts_table_are_compared_by_nbval():
+def test_the_sokoban_summary_misses_only_the_target_issue_25_owns():
     text = stored_summary("sokoban.ipynb", "sk.sokoban_targets(")
     assert "solve rate, beam 32" in text and "solvability accuracy" in text and "optimal move" in text
     lines = text.strip().splitlines()
     assert lines[0].split() == ["measure", "target", "measured", "met"]
-    post = stored_summary("sokoban.ipynb", "sk.post_table(")
-    assert "solvability accuracy" in post and "0.921" in post  # the post's solve rate, beside ours
+    missed = [line for line in lines[2:] if line.split()[-1] == "NO"]
+    assert all(line.startswith("solvability accuracy") for line in missed), missed
+
+
+# ----------------------------------------------------------------------------- on any machine
+# How nbval compares a chapter (tests/nbval_sanitize.cfg says the same): a cell whose output
+# depends on the path training took (a trained model's scores, attention shares, times) is
+# tagged nbval-ignore-output; every other output (rules, data, ground truth, splits,
+# parameter counts, the post's numbers) is compared as it is. What a reader relies on in an
+# ignored cell is asserted by the chapter itself: hidden check cells call toylib.targets.check
+# on the targets and on each claim of the prose, raise if one fails, and print one line that
+# nbval compares. The prose takes its numbers from the run through myst-nb's glue.
+
+
+def check_cells(nb):
+    return [c for c in code_cells(nb) if re.search(r"\bprint\(check\(", "".join(c["source"]))]
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_chapter_checks_its_targets_and_claims_when_it_runs(nb):
+    cells = check_cells(nb)
+    assert cells, f"{nb.name} has no check cell"
+    for c in cells:
+        assert "remove-cell" in tags(c), "a check cell is kept out of the reader's way"
+        assert "nbval-ignore-output" not in tags(c), "nbval compares what a check cell printed"
+        assert cell_text(c).startswith("checked: "), cell_text(c)[:200]
+    assert any(re.search(r"targets? met", cell_text(c)) for c in cells), "the summary's targets are checked"
+    assert any(re.search(r"claims? holds?", cell_text(c)) for c in cells), "the prose's claims are checked"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_only_sokoban_exempts_a_target_and_it_names_its_issue(nb):
+    exempt = [line for c in check_cells(nb) for line in cell_text(c).splitlines() if "exempt:" in line]
+    if nb.name == "sokoban.ipynb":
+        assert len(exempt) == 1 and "exempt: solvability accuracy" in exempt[0] and "(issue 25)" in exempt[0]
+    else:
+        assert not exempt, exempt
+
+
+def paragraphs(nb):
+    """The markdown's paragraphs and list items."""
+    md = [("".join(c["source"])) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "markdown"]
+    return [p for text in md for p in re.split(r"\n\s*\n|\n(?=\s*(?:[-*]|\d+\.) )", text) if p.strip()]
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_percentage_of_the_run_is_typed_into_the_prose(nb):
+    """A percentage in the markdown is glued from the run, or quoted from a source that the
+    paragraph names: the post, or the benchmark."""
+    typed = []
+    for p in paragraphs(nb):
+        bare = re.sub(r"\{glue:[a-z]*\}`[^`]*`", "", p)  # glued numbers come from the run
+        bare = re.sub(r"`[^`]*`", "", bare)  # code (a config value, a command) is not a result
+        if re.search(r"(?<![\w.])\d+(?:\.\d+)? ?%", bare) and not re.search(r"\bpost|benchmark", p, re.I):
+            typed.append(p[:120])
+    assert not typed, f"{len(typed)} paragraphs type a percentage with no source: {typed}"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_glued_number_in_the_prose_is_glued_by_the_notebook(nb):
+    used = {key.split(":")[0] for p in paragraphs(nb) for key in re.findall(r"\{glue:[a-z]*\}`([^`]*)`", p)}
+    glued = {name for c in code_cells(nb) for name in re.findall(r"""\bglue\(\s*["'](\w+)["']""", "".join(c["source"]))}
+    stored = {o["metadata"]["scrapbook"]["name"] for c in code_cells(nb) for o in c.get("outputs", [])
+              if "scrapbook" in o.get("metadata", {})}
+    assert used <= glued, f"glued nowhere: {sorted(used - glued)}"
+    assert used <= stored, f"not in the stored outputs (execute the notebook): {sorted(used - stored)}"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_model_output_is_read_off_its_device(nb):
+    """On Colab the models live on a GPU: .numpy() on a CUDA tensor raises, so a notebook
+    reads a tensor as an array only after .cpu() (toylib's functions return CPU results)."""
+    bad = [line.strip() for c in code_cells(nb) for line in "".join(c["source"]).splitlines()
+           if re.search(r"(?<!\.cpu\(\))\.numpy\(\)", line)]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_nbval_markers_are_tags_not_comments(nb):
+    """A `# NBVAL_...` comment shows on the page; a cell tag does not."""
+    marked = [c["source"][0] for c in code_cells(nb) if "NBVAL_" in "".join(c["source"])]
+    assert not marked, marked

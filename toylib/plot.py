@@ -173,3 +173,22 @@ def show_code(obj) -> "object":
     from IPython.display import Markdown
 
     return Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```")
+
+
+GLUE_PREFIX = "application/papermill.record/"  # myst-nb's mark of a value kept for the prose, not shown
+
+
+def glue(name: str, value: str | int | float) -> None:
+    """Keep `value` under `name` for the chapter's prose: on the built page, myst-nb's role
+    {glue:text}`name` (or {glue:text}`name:.1f` for a number) shows it, so a number in a
+    sentence is the one this run computed. Writes the output that `myst_nb.glue(name, value,
+    display=False)` writes, without needing myst-nb where the notebook runs (Colab)."""
+    from IPython.display import display
+
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"a glue name is a Python identifier, got {name!r}")
+    if not isinstance(value, (str, int, float, np.integer, np.floating)):
+        raise ValueError(f"glue takes a string or a number, got {type(value).__name__}")
+    value = value.item() if isinstance(value, (np.integer, np.floating)) else value
+    display({GLUE_PREFIX + "text/plain": repr(value)}, raw=True,
+            metadata={"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
