@@ -707,7 +707,7 @@ class MazeNet(MazeModel):
         step = torch.tensor([STEP[m][0] * cols + STEP[m][1] for m in DIRECTIONS], device=exits_.device)
         neighbour = F.one_hot((tiles + step[:, None]).clamp(0, n - 1), n).bool()
         along = exits_.view(b, n, 4).transpose(1, 2)[..., None] & neighbour  # (batch, 4, n, n)
-        along = along[:, torch.arange(self.config.n_heads) % 4]  # (batch, head, n, n)
+        along = along[:, torch.arange(self.config.n_heads, device=exits_.device) % 4]  # (batch, head, n, n)
         itself = torch.eye(n, dtype=torch.bool, device=exits_.device)
         look = self.look[None, :, None, None]  # (1, head, 1, 1, 2)
         return torch.where(itself, look[..., 0], torch.where(along, look[..., 1], -math.inf))

@@ -44,6 +44,7 @@ from toylib import cli
 from toylib.attention import Encoder, EncoderDecoder, MultiHeadAttention, attention, mlp, sinusoidal_positions
 from toylib.decode import beam_search, greedy_decode
 from toylib.device import pick_device, seed_everything
+from toylib.infer import model_device
 from toylib.search import astar, bfs, distances
 from toylib.targets import Target, format_table, pct
 from toylib.train import History, TrainOptions, fit, side_by_side
@@ -1814,7 +1815,7 @@ def head_shapes(
 class DecodeWork(NamedTuple):
     """What a greedy decode did, counted as it ran."""
 
-    tokens: torch.Tensor  # (batch, n_steps) the chosen tokens
+    tokens: torch.Tensor  # (batch, n_steps) the chosen tokens, on the CPU
     encoder_calls: int  # times the encoder stack ran
     decoder_calls: int  # times the decoder stack ran
     encoder_positions: int  # source positions through the encoder, summed
@@ -1839,7 +1840,8 @@ def greedy_decode_work(
     appends the most likely next token. `encode` runs once, or before every
     step with reencode=True, which repeats the same work for the same
     memory. The calls are counted by hooks on the two stacks. Put a model
-    with dropout in eval() mode first, or the tokens are random.
+    with dropout in eval() mode first, or the tokens are random. The tokens
+    come back on the CPU, wherever the model runs.
     """
     d_model = embed.embedding_dim
     if src.dim() != 3 or src.shape[-1] != d_model:
@@ -1850,7 +1852,9 @@ def greedy_decode_work(
     if not 0 <= start < embed.num_embeddings:
         last = embed.num_embeddings - 1
         raise ValueError(f"start must be a token 0..{last}, got {start}")
-    positions = sinusoidal_positions(n_steps + 1, d_model)  # (pos, d_model)
+    # made where the model runs (a GPU on Colab), to meet its outputs there
+    device = model_device(model)
+    positions = sinusoidal_positions(n_steps + 1, d_model).to(device)
     calls = {"encoder": [0, 0], "decoder": [0, 0]}
 
     def count(name: str):
@@ -1862,7 +1866,7 @@ def greedy_decode_work(
     hooks = [model.encoder.register_forward_hook(count("encoder")),
              model.decoder.register_forward_hook(count("decoder"))]
     try:
-        tokens = torch.full((src.shape[0], 1), start)  # (batch, 1)
+        tokens = torch.full((src.shape[0], 1), start, device=device)
         memory = None
         for _ in range(n_steps):
             if memory is None or reencode:
@@ -1876,7 +1880,8 @@ def greedy_decode_work(
         for h in hooks:
             h.remove()
     (enc_calls, enc_pos), (dec_calls, dec_pos) = calls.values()
-    return DecodeWork(tokens[:, 1:], enc_calls, dec_calls, enc_pos, dec_pos)
+    return DecodeWork(tokens[:, 1:].cpu(), enc_calls, dec_calls, enc_pos,
+                      dec_pos)
 
 
 if __name__ == "__main__":
