@@ -196,7 +196,10 @@ def test_no_percentage_of_the_run_is_typed_into_the_prose(nb):
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_glued_number_in_the_prose_is_glued_by_the_notebook(nb):
     used = {key.split(":")[0] for p in paragraphs(nb) for key in re.findall(r"\{glue:[a-z]*\}`([^`]*)`", p)}
-    glued = {name for c in code_cells(nb) for name in re.findall(r"""\bglue\(\s*["'](\w+)["']""", "".join(c["source"]))}
+    sources = "".join("".join(c["source"]) for c in code_cells(nb))
+    glued = set(re.findall(r"""\bglue\(\s*["'](\w+)["']""", sources))
+    prefixes = re.findall(r"""\bglue\(\s*f["'](\w+)\{""", sources)  # glue(f"t3_{name}", ...) in a loop
+    glued |= {key for key in used if any(key.startswith(p) for p in prefixes)}
     stored = {o["metadata"]["scrapbook"]["name"] for c in code_cells(nb) for o in c.get("outputs", [])
               if "scrapbook" in o.get("metadata", {})}
     assert used <= glued, f"glued nowhere: {sorted(used - glued)}"
