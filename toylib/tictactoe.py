@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
@@ -655,9 +654,7 @@ def train_tictactoe(
             wrong = (1 - train.optimal) * len(learn) + (0 if config.train_on_val else (1 - val.optimal) * len(data.val))
             record["shortfall"] = wrong + min(val_loss, 1.0)
         if config.stop_at_target and config.stop_on_values:
-            # a pass over every position learnt from: only once every move is optimal
-            moves_met = record["val_optimal"] == 1.0 and record.get("train_optimal") == 1.0
-            record["values_named"] = value_accuracy(m, learn) if moves_met else math.nan
+            record["values_named"] = value_accuracy(m, learn)
         return record
 
     def at_target(r):
