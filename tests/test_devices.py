@@ -53,7 +53,6 @@ def test_tictactoe():
     scores = tictactoe.score(model, data.test)
     profile, names = tictactoe.attention_profile(model, boards)
     frames, titles = tictactoe.game_frames(model, side=tictactoe.X)
-    assert 0 <= tictactoe.value_accuracy(model, data.test) <= 1
     assert on_cpu(moves) and 0 <= scores.optimal <= 1 and len(profile) == 17 and len(frames) == len(titles)
 
 

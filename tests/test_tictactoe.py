@@ -357,22 +357,3 @@ def test_play_widget_answers_a_click_with_the_models_move():
     side.value = t3.O  # the model opens as X
     assert [b.description for b in buttons].count("X") == 1 and status.value == "your move"
 
-
-def test_value_accuracy_counts_the_legal_moves_whose_outcome_the_value_head_names(data):
-    """The stopping rule's second half (stop_on_values): an oracle names every outcome."""
-    table = {tuple(b): o for b, o in zip(data.test.boards.tolist(), data.test.outcome.tolist())}
-
-    class Oracle(torch.nn.Module):
-        def __init__(self, flip: int = 0):
-            super().__init__()
-            self.w, self.flip = torch.nn.Parameter(torch.zeros(1)), flip
-
-        def forward(self, boards):
-            out = torch.tensor([table[tuple(b)] for b in boards.tolist()]).clamp(min=0)  # (N, 9)
-            out[: self.flip] = (out[: self.flip] + 1) % 3  # name the wrong outcome on the first `flip`
-            return None, torch.nn.functional.one_hot(out, 3).float() + self.w, None
-
-    assert t3.value_accuracy(Oracle(), data.test) == 1.0
-    wrong = Oracle(flip=10)
-    legal = (data.test.outcome[:10] >= 0).sum().item()
-    assert t3.value_accuracy(wrong, data.test) == pytest.approx(1 - legal / (data.test.outcome >= 0).sum().item())

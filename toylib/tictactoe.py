@@ -354,10 +354,6 @@ class TicTacToeConfig:
     monitor: str = "shortfall"  # what early stopping watches: "shortfall" (non-optimal moves), or "val_loss" (the post's)
     early_stopping: int | None = 60  # epochs without a better `monitor`, then the best weights are restored
     stop_at_target: bool = True  # stop once every train and validation position gets an optimal move
-    # ... and the value head names the outcome of every legal move there: a model that knows
-    # every move of the positions it learns from, not only one good move, generalises more
-    # reliably (seed 6 with AVX-512 kernels missed one test class under the move-only rule)
-    stop_on_values: bool = True
     # learn from the validation classes too: the stopping rule above needs no held-out data,
     # and early positions with a deep tactic are few (see the chapter). False: the post's way
     train_on_val: bool = True
@@ -575,14 +571,6 @@ def model_moves(model: TicTacToeNet, boards: torch.Tensor, batch_size: int = 204
     return Moves(*infer(model, boards, batch_size=batch_size, keep=moves))
 
 
-def value_accuracy(model: TicTacToeNet, pos: Positions) -> float:
-    """The share of the legal moves in `pos` whose minimax outcome (loss, draw, win) the
-    value head names."""
-    named = infer(model, pos.boards, keep=lambda out, _: out[1].argmax(-1))  # (N, 9), on the CPU
-    outcome = pos.outcome.cpu()  # (N, 9): -100 where the cell is taken
-    return (named == outcome)[outcome >= 0].float().mean().item()
-
-
 @dataclasses.dataclass(frozen=True)
 class Scores:
     """How a model does on a set of positions (shares between 0 and 1)."""
@@ -625,8 +613,7 @@ def train_tictactoe(
     With `early_stopping`, training stops after that many epochs without a better `monitor`
     and the best weights are restored (the post's rule, on the validation loss). With
     `stop_at_target`, it stops at the first epoch where every training and validation
-    position gets an optimal move (with `stop_on_values`, and the value head names the
-    outcome of every legal move there); the test split is never looked at.
+    position gets an optimal move; the test split is never looked at.
     """
     data = data or Dataset.build(config.split_seed)
     seed_everything(config.seed)
@@ -653,13 +640,10 @@ def train_tictactoe(
             # weights go by this.
             wrong = (1 - train.optimal) * len(learn) + (0 if config.train_on_val else (1 - val.optimal) * len(data.val))
             record["shortfall"] = wrong + min(val_loss, 1.0)
-        if config.stop_at_target and config.stop_on_values:
-            record["values_named"] = value_accuracy(m, learn)
         return record
 
     def at_target(r):
-        return (config.stop_at_target and r["val_optimal"] == 1.0 and r["train_optimal"] == 1.0
-                and (not config.stop_on_values or r["values_named"] == 1.0))
+        return config.stop_at_target and r["val_optimal"] == 1.0 and r["train_optimal"] == 1.0
 
     history = fit(model, minibatches(*tensors, batch_size=config.batch_size, generator=gen),
                   lambda m, b: tictactoe_loss(m, Positions(*b)), config.train_options(per_epoch), eval_fn=evaluate,
