@@ -48,10 +48,15 @@ def test_code_fits_the_column(nb):
     cells = code_cells(nb)
     long = [line for c in cells for line in "".join(c["source"]).splitlines() if len(line) > COLUMN]
     assert not long, f"{len(long)} code lines longer than {COLUMN}: {long[:3]}"
-    aliases = {}  # the names the notebook gives toylib's modules
+    aliases = {}  # the names the notebook gives toylib's modules: `from toylib[.chapter] import a, b as c`
     for c in cells:
-        for module, alias in re.findall(r"^from toylib import (\w+)(?: as (\w+))?$", "".join(c["source"]), re.M):
-            aliases[alias or module] = importlib.import_module(f"toylib.{module}")
+        for package, names in re.findall(r"^from (toylib(?:\.\w+)?) import ([\w ,]+)$", "".join(c["source"]), re.M):
+            for name in names.split(","):
+                module, _, alias = name.strip().partition(" as ")
+                try:
+                    aliases[alias or module] = importlib.import_module(f"{package}.{module}")
+                except ModuleNotFoundError:
+                    pass  # a function or class, not a module
     shown = [m for c in cells for m in re.findall(r"show_code\(([\w.]+)\)", "".join(c["source"]))]
     assert shown, "a chapter shows some of the code it runs"
     for name in shown:
@@ -153,6 +158,9 @@ def check_cells(nb):
     return [c for c in code_cells(nb) if re.search(r"\bprint\(check\(", "".join(c["source"]))]
 
 
+TOUR = "how.ipynb"  # "How transformers work": measurements of the pieces, no model to score, so no targets
+
+
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
 def test_a_chapter_checks_its_targets_and_claims_when_it_runs(nb):
     cells = check_cells(nb)
@@ -161,7 +169,8 @@ def test_a_chapter_checks_its_targets_and_claims_when_it_runs(nb):
         assert "remove-cell" in tags(c), "a check cell is kept out of the reader's way"
         assert "nbval-ignore-output" not in tags(c), "nbval compares what a check cell printed"
         assert cell_text(c).startswith("checked: "), cell_text(c)[:200]
-    assert any(re.search(r"targets? met", cell_text(c)) for c in cells), "the summary's targets are checked"
+    if nb.name != TOUR:
+        assert any(re.search(r"targets? met", cell_text(c)) for c in cells), "the summary's targets are checked"
     assert any(re.search(r"claims? holds?", cell_text(c)) for c in cells), "the prose's claims are checked"
 
 

@@ -1,4 +1,4 @@
-"""The measurements of the chapter's "how and why transformers work" section."""
+"""The measurements of the chapter "How transformers work" (toylib.how)."""
 
 import math
 
@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from toylib.attention import EncoderDecoder, MultiHeadAttention, attention, sinusoidal_positions
-from toylib.sokoban import (
+from toylib.how import (
     greedy_decode_work,
     gradient_norms_by_depth,
     head_shapes,
