@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from toylib import life, maze, sequences, sokoban, tictactoe
+from toylib import maze, sequences, sokoban, tictactoe
 
 
 def other_device() -> str | None:
@@ -57,13 +57,17 @@ def test_tictactoe():
 
 
 def test_life():
-    config = life.LifeConfig(grid_size=6, d_model=8)
-    model = life.SingleAttentionNet(config).to(DEVICE)
-    grids = life.random_grids(4, 6, np.random.default_rng(0))
-    assert life.predict(model, grids).shape == (4, 6, 6)
-    assert life.model_run(model, grids[0], 2).shape == (3, 6, 6)
-    assert 0 <= life.neighbour_attention(model, grids) <= 1
-    assert life.attention_by_offset(model, grids).shape == (5, 5)
+    from toylib.life import dataset as life_dataset
+    from toylib.life import measure as life_measure
+    from toylib.life import net as life_net
+
+    config = life_net.LifeConfig(grid_size=6, d_model=8)
+    model = life_net.SingleAttentionNet(config).to(DEVICE)
+    grids = life_dataset.random_grids(4, 6, np.random.default_rng(0))
+    assert life_net.predict(model, grids).shape == (4, 6, 6)
+    assert life_measure.model_run(model, grids[0], 2).shape == (3, 6, 6)
+    assert 0 <= life_net.neighbour_attention(model, grids) <= 1
+    assert life_net.attention_by_offset(model, grids).shape == (5, 5)
 
 
 def test_sequences():

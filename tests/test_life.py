@@ -3,28 +3,20 @@ import pytest
 import torch
 
 from toylib.attention import count_parameters
-from toylib.life import (
-    PATTERNS,
+from toylib.life.dataset import grid_hashes, neighbourhood_grids, random_grids, unseen_grids
+from toylib.life.measure import main, summarise
+from toylib.life.net import (
     POST,
     LifeConfig,
     SingleAttentionNet,
-    check_grids,
-    grid_hashes,
-    life_run,
-    life_step,
-    main,
     neighbour_attention,
     neighbour_mask,
-    neighbourhood_grids,
-    place,
     predict,
-    random_grids,
-    summarise,
     train_life,
-    unseen_grids,
 )
+from toylib.life.world import PATTERNS, check_grids, life_run, life_step, place
 from toylib.targets import all_met, missed
-from toylib.life import attention_by_offset
+from toylib.life.net import attention_by_offset
 
 
 def test_still_lifes_do_not_change():
@@ -245,7 +237,8 @@ def test_attention_share_on_self_and_bad_choice():
 
 def test_widget_steps_a_chosen_pattern_with_the_model():
     pytest.importorskip("ipywidgets")
-    from toylib.life import life_widget, model_run
+    from toylib.life.look import life_widget
+    from toylib.life.measure import model_run
 
     def drawn(board):  # the grid as the buttons show it: black is alive
         return np.array([b.style.button_color == "black" for b in board.children], np.uint8).reshape(6, 6)
@@ -280,7 +273,7 @@ def test_attention_by_offset_of_a_fixed_average():
 
 
 def test_offset_attention_is_the_same_at_every_cell_and_any_size():
-    from toylib.life import OffsetAttentionNet
+    from toylib.life.net import OffsetAttentionNet
 
     torch.manual_seed(0)
     model = OffsetAttentionNet(LifeConfig(mixer="offset", grid_size=8, d_model=8))
@@ -304,7 +297,7 @@ def test_offset_attention_is_the_same_at_every_cell_and_any_size():
 def test_offset_attention_sums_the_values_it_attends_to():
     """The forward pass's shortcut (values are one of two) gives what summing each cell's
     attended values one by one gives."""
-    from toylib.life import OffsetAttentionNet
+    from toylib.life.net import OffsetAttentionNet
 
     torch.manual_seed(1)
     model = OffsetAttentionNet(LifeConfig(mixer="offset", grid_size=8, d_model=4, radius=1))
@@ -328,7 +321,8 @@ def test_offset_attention_sums_the_values_it_attends_to():
 def test_any_size_model_trains_small_and_is_exact_on_large_grids():
     import dataclasses
 
-    from toylib.life import ANY_SIZE, any_size_check, any_size_targets
+    from toylib.life.measure import any_size_check, any_size_targets
+    from toylib.life.net import ANY_SIZE
 
     model, history, _ = train_life(dataclasses.replace(ANY_SIZE, seed=0), device="cpu", progress=False)
     assert history.stop_reason == "callback"  # exact on validation, attention on the neighbours

@@ -1,12 +1,6 @@
-"""Conway's Game of Life, and a one-head transformer that learns to compute it.
-
-Retells and reproduces S. Radcliffe, "Training a Simple Transformer Neural Net on Conway's
-Game of Life" (2024): SingleAttentionNet reads a Life grid as one token per cell and
-predicts every cell's next state. The chapter is book/life.ipynb.
-
-Ground truth is `life_step` on a torus (the edges wrap around, as in the post). Everything
-the model is judged on is generated here from seeded generators.
-"""
+"""The models of Life: the post's SingleAttentionNet (one token per cell, one attention head)
+and OffsetAttentionNet (attention by offset, any grid size); their config; what validation
+reads of a model (its predictions, its attention on the neighbours); the loss and training."""
 
 from __future__ import annotations
 
@@ -19,166 +13,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from toylib import cli
 from toylib.attention import attention
 from toylib.device import flush_denormals, pick_device, seed_everything
 from toylib.infer import infer, model_device
-from toylib.targets import Target, pct
+from toylib.life.dataset import grid_hashes, random_grids
+from toylib.life.world import NEIGHBOUR_OFFSETS, check_grids, life_step
 from toylib.train import History, TrainOptions, fit, forever, stop_when
-
-# The 8 offsets (row, column) of a cell's neighbours.
-NEIGHBOUR_OFFSETS = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
-
-
-# ----------------------------------------------------------------------------- the rules
-
-
-def check_grids(grids, size: int | None = None) -> np.ndarray:
-    """Return `grids` as a uint8 array after checking it is one square 0/1 grid (size, size)
-    or a batch of them (n, size, size); raise ValueError saying what is wrong otherwise."""
-    g = grids.detach().cpu().numpy() if isinstance(grids, torch.Tensor) else np.asarray(grids)
-    if g.ndim not in (2, 3):
-        raise ValueError(f"a Life grid must be 2-D (size, size) or a batch (n, size, size), got shape {g.shape}")
-    if g.shape[-1] != g.shape[-2]:
-        raise ValueError(f"a Life grid must be square, got {g.shape[-2]} rows and {g.shape[-1]} columns")
-    if g.shape[-1] < 3:
-        raise ValueError(f"a Life grid needs at least 3x3 cells so that 8 neighbours are distinct, got {g.shape[-1]}")
-    if size is not None and g.shape[-1] != size:
-        raise ValueError(f"expected {size}x{size} grids, got {g.shape[-2]}x{g.shape[-1]}")
-    if g.size and not np.isin(g, (0, 1)).all():
-        bad = np.unique(g[~np.isin(g, (0, 1))])[:5]
-        raise ValueError(f"a Life grid holds only 0 (dead) and 1 (alive), found {bad.tolist()}")
-    return g.astype(np.uint8)
-
-
-def neighbour_counts(grids) -> np.ndarray:
-    """Live neighbours of every cell, on a torus: same shape as the grid(s)."""
-    g = check_grids(grids)
-    return sum(np.roll(g, (dr, dc), axis=(-2, -1)) for dr, dc in NEIGHBOUR_OFFSETS).astype(np.uint8)
-
-
-def life_step(grids) -> np.ndarray:
-    """One generation of Life on a torus, for one grid (size, size) or a
-    batch of grids (n, size, size).
-
-    A cell is alive next if it has 3 live neighbours, or if it is alive and
-    has 2."""
-    g = check_grids(grids)
-    n = neighbour_counts(g)
-    return ((n == 3) | ((g == 1) & (n == 2))).astype(np.uint8)
-
-
-def life_run(grid, steps: int) -> np.ndarray:
-    """The true game: (steps + 1, size, size), starting with `grid` itself."""
-    out = [check_grids(grid)]
-    for _ in range(steps):
-        out.append(life_step(out[-1]))
-    return np.stack(out)
-
-
-# ----------------------------------------------------------------------------- data
-
-
-def random_grids(n: int, size: int, rng: np.random.Generator, density: tuple[float, float] = (0.05, 0.95)) -> np.ndarray:
-    """`n` random grids (n, size, size); each grid draws its own density uniformly from
-    `density`, then each cell is alive with that probability. Mixing densities gives the
-    model every neighbour count from 0 to 8 and both empty and crowded regions."""
-    lo, hi = density
-    if not 0.0 <= lo <= hi <= 1.0:
-        raise ValueError(f"density must be a range (lo, hi) within [0, 1], got {density}")
-    if n < 0 or size < 3:
-        raise ValueError(f"need n >= 0 and size >= 3, got n={n}, size={size}")
-    p = rng.uniform(lo, hi, size=(n, 1, 1))
-    return (rng.random((n, size, size)) < p).astype(np.uint8)
-
-
-def unseen_grids(n: int, size: int, rng: np.random.Generator, seen: set[bytes]) -> tuple[np.ndarray, int]:
-    """`n` random grids (densities 0.05 to 0.95) none of which is in `seen` (hashes of the
-    training grids). Returns (grids, how many draws were dropped as seen). Small grids at
-    low density repeat often (the empty grid is one of them), so the check matters."""
-    kept, dropped, have = [], 0, 0
-    while have < n:
-        x = random_grids(n - have, size, rng)
-        fresh = np.array([key not in seen for key in _grid_keys(x)], bool)
-        kept.append(x[fresh])
-        dropped += int((~fresh).sum())
-        have += int(fresh.sum())
-    return np.concatenate(kept), dropped
-
-
-def _grid_keys(grids: np.ndarray) -> list[bytes]:
-    """One short byte string per grid of a batch: its cells packed 8 to a byte."""
-    return [row.tobytes() for row in np.packbits(grids.reshape(len(grids), -1), axis=1)]
-
-
-def grid_hashes(grids: np.ndarray) -> set[bytes]:
-    """A set of byte strings, one per grid, to check that test grids never appeared in training."""
-    return set(_grid_keys(check_grids(grids)))
-
-
-def neighbourhood_grids(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """All 512 3x3 neighbourhoods, each centred on every one of the size*size cells.
-
-    The neighbourhoods are tiled into 3x3 blocks, so one grid tests many at once; the tiling
-    is shifted to every offset so that each neighbourhood is centred on every cell.
-    Returns (grids (m, size, size), grid index, centre row, centre column) for each of the
-    512 * size * size (neighbourhood, cell) pairs; the pair's neighbourhood is the 3x3 block
-    around that centre in that grid."""
-    if size < 3:
-        raise ValueError(f"size must be at least 3, got {size}")
-    codes = np.arange(512)
-    patterns = ((codes[:, None] >> np.arange(9)) & 1).reshape(512, 3, 3).astype(np.uint8)
-    per_row = size // 3
-    per_grid = per_row * per_row
-    grids, where = [], []
-    for dr in range(size):
-        for dc in range(size):
-            for start in range(0, 512, per_grid):
-                chunk = patterns[start : start + per_grid]
-                g = np.zeros((size, size), np.uint8)
-                centres = []
-                for j, p in enumerate(chunk):
-                    r, c = 3 * (j // per_row), 3 * (j % per_row)
-                    g[r : r + 3, c : c + 3] = p
-                    centres.append(((r + 1 + dr) % size, (c + 1 + dc) % size))
-                grids.append(np.roll(g, (dr, dc), axis=(0, 1)))
-                where.extend((len(grids) - 1, r_, c_) for r_, c_ in centres)
-    w = np.array(where)
-    return np.stack(grids), w[:, 0], w[:, 1], w[:, 2]
-
-
-# A few famous patterns, as lists of strings ("#" alive). `place` puts one on a grid.
-PATTERNS: dict[str, list[str]] = {
-    "glider": [".#.", "..#", "###"],
-    "blinker": ["###"],
-    "toad": [".###", "###."],
-    "beacon": ["##..", "##..", "..##", "..##"],
-    "block": ["##", "##"],
-    "beehive": [".##.", "#..#", ".##."],
-    "lightweight spaceship": [".#..#", "#....", "#...#", "####."],
-    "r-pentomino": [".##", "##.", ".#."],
-    "diehard": ["......#.", "##......", ".#...###"],
-}
-
-
-def place(pattern: str | list[str], size: int, top: int | None = None, left: int | None = None) -> np.ndarray:
-    """A (size, size) grid with a pattern (a name from PATTERNS, or rows of "#"/".") placed
-    at (top, left); centred when those are not given."""
-    rows = PATTERNS[pattern] if isinstance(pattern, str) and pattern in PATTERNS else pattern
-    if isinstance(rows, str):
-        raise ValueError(f"unknown pattern {pattern!r}; known: {sorted(PATTERNS)}")
-    h, w = len(rows), max(len(r) for r in rows)
-    if h > size or w > size:
-        raise ValueError(f"a {h}x{w} pattern does not fit a {size}x{size} grid")
-    top = (size - h) // 2 if top is None else top
-    left = (size - w) // 2 if left is None else left
-    g = np.zeros((size, size), np.uint8)
-    for i, row in enumerate(rows):
-        for j, ch in enumerate(row):
-            if ch not in "#.":
-                raise ValueError(f"pattern rows use '#' (alive) and '.' (dead), found {ch!r}")
-            g[(top + i) % size, (left + j) % size] = ch == "#"
-    return g
 
 
 # ----------------------------------------------------------------------------- the model
@@ -391,7 +231,7 @@ def _size(model) -> int | None:
     return None if isinstance(model, OffsetAttentionNet) else model.config.grid_size
 
 
-# ----------------------------------------------------------------------------- judging a model
+# ----------------------------------------------------------------------------- what validation reads of a model: its answers, its attention
 
 
 def predict(model: SingleAttentionNet, grids, batch_size: int = 256) -> np.ndarray:
@@ -401,14 +241,6 @@ def predict(model: SingleAttentionNet, grids, batch_size: int = 256) -> np.ndarr
                   keep=lambda out, _: out[0] > 0, numpy=True)  # (n, size, size)
     alive = alive.astype(np.uint8)
     return alive[0] if g.ndim == 2 else alive
-
-
-def model_run(model: SingleAttentionNet, grids, steps: int) -> np.ndarray:
-    """Roll the model forward on its own outputs: (steps + 1, ...) starting with `grids`."""
-    out = [check_grids(grids, _size(model))]
-    for _ in range(steps):
-        out.append(predict(model, out[-1]))
-    return np.stack(out)
 
 
 def neighbour_attention(model: SingleAttentionNet, grids, batch_size: int = 64, on: str = "neighbours") -> float:
@@ -457,53 +289,9 @@ def attention_by_offset(model: SingleAttentionNet, grids, radius: int = 2, batch
     return centred[h - radius : h + radius + 1, h - radius : h + radius + 1] / (size * size)
 
 
-def any_size_check(model, grids: int = 1000, size: int = 256, game_size: int = 128, game_steps: int = 100,
-                   seed: int = 4321) -> dict[str, float]:
-    """Judge a model that takes any grid size far from the size it trained on: the share of
-    `grids` random (size, size) grids (densities 0.05 to 0.95) whose next state is exact,
-    and whether one random (game_size, game_size) game run `game_steps` steps on the model's
-    own outputs matches the rule at every step (1.0 or 0.0)."""
-    rng = np.random.default_rng([seed, 7])
-    right = 0
-    for start in range(0, grids, 50):  # 50 grids at a time: a 256x256 batch of 8-number tokens is 100 MB
-        x = random_grids(min(50, grids - start), size, rng)
-        right += int((predict(model, x, batch_size=8) == life_step(x)).reshape(len(x), -1).all(1).sum())
-    game = random_grids(1, game_size, rng, (0.25, 0.45))[0]
-    same = (model_run(model, game, game_steps) == life_run(game, game_steps)).all()
-    return {"exact": right / grids, "game_exact": float(same)}
-
-
-def any_size_targets(result: dict[str, float], train_seconds: float, grids: int = 1000, size: int = 256,
-                     game_size: int = 128, game_steps: int = 100) -> list[Target]:
-    """The targets of a model that takes any size, from `any_size_check` (with the same sizes)."""
-    return [
-        Target(f"exact next state, {grids:,} random {size}x{size} grids", "100 %", pct(result["exact"]),
-               result["exact"] == 1),
-        Target(f"exact {game_size}x{game_size} game, {game_steps} steps on own outputs", "yes",
-               "yes" if result["game_exact"] == 1 else "no", result["game_exact"] == 1),
-        Target("training time (any size)", "< 1 min", f"{train_seconds:.0f} s", train_seconds < 60, machine=True),
-    ]
-
-
 def exact_fraction(predicted: np.ndarray, true: np.ndarray) -> float:
     """Share of grids (first axis) predicted exactly, every cell right."""
     return float((predicted == true).reshape(len(true), -1).all(1).mean())
-
-
-def neighbourhood_accuracy(model: SingleAttentionNet) -> tuple[float, int]:
-    """Judge the model on all 512 3x3 neighbourhoods, each centred on every cell.
-
-    Returns (share of the 512 neighbourhoods right at every cell, number of
-    (neighbourhood, cell) pairs got wrong)."""
-    size = model.config.grid_size
-    grids, gi, r, c = neighbourhood_grids(size)
-    right = predict(model, grids)[gi, r, c] == life_step(grids)[gi, r, c]
-    # read each pair's neighbourhood back from the grid itself, as a code 0..511
-    block = np.stack([grids[gi, (r + dr) % size, (c + dc) % size] for dr in (-1, 0, 1) for dc in (-1, 0, 1)], 1)
-    code = (block * (1 << np.arange(9))).sum(1)
-    all_right = np.ones(512, bool)
-    np.logical_and.at(all_right, code, right)
-    return float(all_right.mean()), int((~right).sum())
 
 
 # ----------------------------------------------------------------------------- training
@@ -561,152 +349,3 @@ def train_life(
                       config.train_options(), eval_fn=evaluate, callback=stop_when(at_target, callback),
                       device=device, progress=progress)
     return model, history, seen
-
-
-# ----------------------------------------------------------------------------- the chapter's targets
-
-
-@dataclasses.dataclass(frozen=True)
-class Summary:
-    """What `summarise` measured of a trained model, on data it never trained on."""
-
-    test_exact: float  # share of held-out random grids whose next state is exactly right
-    test_grids: int
-    dropped_as_seen: int  # random test draws left out because training had seen them
-    games_exact: float  # share of model-run games that match the true game at every step
-    games: int
-    game_steps: int
-    neighbourhoods_right: float  # share of the 512 3x3 neighbourhoods right at every cell
-    neighbourhood_errors: int  # (neighbourhood, cell) pairs got wrong, out of 512 * cells
-    neighbour_attention: float  # mean share of each cell's attention on its 8 neighbours
-
-    def targets(self, train_seconds: float, grid_size: int, time_limit: float = 180.0) -> list[Target]:
-        """The chapter's summary: the targets and what was measured."""
-        return [
-            Target(f"exact next state, {self.test_grids:,} unseen grids", "100 %", pct(self.test_exact),
-                   self.test_exact == 1),
-            Target(f"exact games, {self.games} x {self.game_steps} steps on own outputs", "100 %",
-                   pct(self.games_exact), self.games_exact == 1),
-            Target("3x3 neighbourhoods right at every cell (of 512)", "100 %", pct(self.neighbourhoods_right),
-                   self.neighbourhoods_right == 1),
-            Target("attention on the 8 neighbours (mean)", ">= 99 %", f"{100 * self.neighbour_attention:.1f} %",
-                   bool(self.neighbour_attention >= 0.99)),
-            Target("grid size", "16x16 (post)", f"{grid_size}x{grid_size}", True if grid_size == 16 else None),
-            Target("training time", f"<= {time_limit / 60:.0f} min", f"{train_seconds:.0f} s",
-                   train_seconds <= time_limit, machine=True),
-        ]
-
-
-def summarise(
-    model: SingleAttentionNet, seen: set[bytes], test_grids: int = 10_000, games: int = 100, game_steps: int = 100, seed: int = 1234
-) -> Summary:
-    """Measure a trained model against the chapter's targets, on random grids (densities
-    0.05 to 0.95) from `seed`'s own stream, leaving out every grid in `seen` (the hashes of
-    the training grids, from `train_life`)."""
-    size = model.config.grid_size
-    rng = np.random.default_rng([seed, 2])
-    x, dropped = unseen_grids(test_grids, size, rng, seen)
-    starts, dropped_starts = unseen_grids(games, size, rng, seen)
-    truth = life_run(starts, game_steps)  # (steps + 1, games, size, size)
-    ours = model_run(model, starts, game_steps)
-    games_exact = float((ours == truth).reshape(game_steps + 1, games, -1).all(axis=(0, 2)).mean())
-    right, errors = neighbourhood_accuracy(model)
-    return Summary(
-        test_exact=exact_fraction(predict(model, x), life_step(x)),
-        test_grids=test_grids,
-        dropped_as_seen=dropped + dropped_starts,
-        games_exact=games_exact,
-        games=games,
-        game_steps=game_steps,
-        neighbourhoods_right=right,
-        neighbourhood_errors=errors,
-        neighbour_attention=(neighbour_attention(model, x[:1000]) if model.config.mixer in ("attention", "offset")
-                             else float("nan")),
-    )
-
-
-# ----------------------------------------------------------------------------- for readers with a kernel
-
-
-def life_widget(model: SingleAttentionNet):
-    """A board to draw on (click a cell to flip it) or fill with a famous pattern, stepped by
-    the model beside the true rule; returns the widget (the last expression of a cell
-    displays it). Needs a running kernel (Jupyter, Colab)."""
-    import ipywidgets as w
-    from IPython.display import display
-
-    from toylib.plot import animate, show_animation
-    from toylib.widgets import BoardGrid
-
-    size = model.config.grid_size
-    board = BoardGrid(np.zeros((size, size), np.uint8), style=lambda v: ("", "black" if v else "white"), cell_px=26)
-    board.on_click = lambda r, c: board.set_cell(r, c, 1 - board.values[r, c])
-    fits = [name for name, rows in PATTERNS.items() if len(rows) <= size and max(map(len, rows)) <= size]
-    choose = w.Dropdown(options=["(draw your own)", "random"] + fits, description="pattern")
-    steps = w.IntSlider(value=8, min=1, max=40, description="steps")
-    go = w.Button(description="step with the model", button_style="primary")
-    out = w.Output()
-
-    def on_choose(change):
-        if change["new"] == "random":
-            board.set(random_grids(1, size, np.random.default_rng(), (0.2, 0.5))[0])
-        elif change["new"] in PATTERNS:
-            board.set(place(change["new"], size))
-
-    def on_go(_):
-        g = board.values.astype(np.uint8)
-        ours, truth = model_run(model, g, steps.value), life_run(g, steps.value)
-        wrong = (ours != truth).reshape(len(ours), -1).sum(1)  # cells that differ, per step
-        anim = animate(np.stack([ours, truth], 1), panel_titles=("the model", "the rule"), cmap="Greys",
-                       frame_titles=[f"step {t}: {n} cells differ" for t, n in enumerate(wrong)])
-        with out:
-            out.clear_output(wait=True)
-            display(show_animation(anim))
-        board.set(ours[-1])
-
-    choose.observe(on_choose, names="value")
-    go.on_click(on_go)
-    return w.VBox([w.HBox([choose, steps, go]), board.widget, out])
-
-
-# ----------------------------------------------------------------------------- command line
-
-
-def _train(config: LifeConfig, device, progress: bool, args) -> tuple[SingleAttentionNet, History, dict]:
-    model, history, seen = train_life(config, device=device, progress=progress)
-    return model, history, {"seen": seen}
-
-
-def _measure(model: SingleAttentionNet | OffsetAttentionNet, config: LifeConfig, seconds: float, info: dict, args) -> list[Target]:
-    if "seen" not in info:
-        print("(a loaded model does not carry its training grids: the test grids are not checked against them)")
-    targets = summarise(model, info.get("seen", set())).targets(seconds, config.grid_size)
-    if isinstance(model, OffsetAttentionNet):  # and the sizes it never saw
-        targets += any_size_targets(any_size_check(model), seconds)
-    return targets
-
-
-CHAPTER = cli.Chapter(
-    "life", "Train a transformer on Conway's Game of Life, and measure it against the chapter's targets.",
-    LifeConfig, build_model, _train, _measure,
-    options=(
-        cli.Option("--size", "grid_size", "grid size"),
-        cli.Option("--steps", "steps", "most training steps"),
-        cli.Option("--d-model", "d_model", "token width"),
-        cli.Option("--mixer", "mixer", "attention, a fixed 3x3 average, or attention by offset (any size)",
-                   choices=MIXERS),
-        cli.Option("--lr", "lr", "peak learning rate"),
-        cli.Option("--batch-size", "batch_size", "grids per batch"),
-        cli.Option("--positions", "positions", "a vector per row and one per column, or one per cell (the post's)",
-                   choices=POSITIONS),
-        cli.Option("--mask-self", "mask_self", "forbid a cell to attend to itself (--no-mask-self: as in the post)"),
-    ),
-    # --mixer offset starts from ANY_SIZE's settings (8x8 training), which the other options change
-    base_config=lambda args: ANY_SIZE if args.mixer == "offset" else LifeConfig(),
-)
-
-main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script
-
-
-if __name__ == "__main__":
-    main()
