@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from toylib import maze, sequences, sokoban, tictactoe
+from toylib import maze, sokoban, tictactoe
 
 
 def other_device() -> str | None:
@@ -71,13 +71,18 @@ def test_life():
 
 
 def test_sequences():
-    model = sequences.SeqTransformer(sequences.SeqConfig(task="reverse", length=8)).to(DEVICE)
-    x, _ = sequences.make_data(model.config, 20, np.random.default_rng(0), "test")
-    probs, patterns = sequences.run_model(model, x)
+    from toylib.sequences import dataset as seq_dataset
+    from toylib.sequences import look as seq_look
+    from toylib.sequences import measure as seq_measure
+    from toylib.sequences import net as seq_net
+
+    model = seq_net.SeqTransformer(seq_net.SeqConfig(task="reverse", length=8)).to(DEVICE)
+    x, _ = seq_dataset.make_data(model.config, 20, np.random.default_rng(0), "test")
+    probs, patterns = seq_measure.run_model(model, x)
     assert isinstance(probs, np.ndarray) and on_cpu(patterns)
-    assert 0 <= sequences.attention_on_source(model, x) <= 1
-    assert 0 <= sequences.evaluate(model, n=20)["exact"] <= 1
-    splits = sequences.weight_splits(model)
+    assert 0 <= seq_measure.attention_on_source(model, x) <= 1
+    assert 0 <= seq_measure.evaluate(model, n=20)["exact"] <= 1
+    splits = seq_look.weight_splits(model)
     assert all(isinstance(a, np.ndarray) for part in splits.values() for a in part.values())
 
 

@@ -4,25 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from toylib.sequences import (
-    NumpyTransformer,
-    SeqConfig,
-    SeqTransformer,
-    attention_on_source,
-    evaluate,
-    filter_attention,
-    in_split,
-    main,
-    make_targets,
-    sample_sequences,
-    sequence_hash,
-    sequence_loss,
-    source_positions,
-    split_of,
-    train_numpy,
-    train_sequences,
-    weight_splits,
-)
+from toylib.sequences.dataset import in_split, sample_sequences, sequence_hash, split_of
+from toylib.sequences.look import weight_splits
+from toylib.sequences.measure import attention_on_source, evaluate, filter_attention, main, train_numpy
+from toylib.sequences.net import SeqConfig, SeqTransformer, sequence_loss, train_sequences
+from toylib.sequences.numpy_net import NumpyTransformer
+from toylib.sequences.world import make_targets, source_positions
 from toylib.targets import all_met, missed
 
 
@@ -243,7 +230,7 @@ def test_numpy_training_is_deterministic_and_learns():
 
 
 def test_suite_targets_pass_trained_models_and_fail_untrained_ones():
-    from toylib.sequences import Run, suite_targets, train_suite
+    from toylib.sequences.measure import Run, suite_targets, train_suite
 
     runs = train_suite(seed=0, lengths=[4], tasks=["rotate"], n_test=500, device="cpu")
     targets = suite_targets(runs, {})
@@ -257,7 +244,7 @@ def test_suite_targets_pass_trained_models_and_fail_untrained_ones():
 
 
 def test_gradient_check_is_tight_and_catches_a_wrong_backward(monkeypatch):
-    from toylib.sequences import NumpyTransformer, gradient_check
+    from toylib.sequences.numpy_net import NumpyTransformer, gradient_check
 
     fd, ag = gradient_check("position")
     assert fd < 1e-6 and ag < 1e-10
@@ -296,7 +283,8 @@ def test_cli_trains_saves_and_loads(tmp_path, capsys):
 
 
 def test_mixed_length_training_learns_every_training_length():
-    from toylib.sequences import evaluate, train_sequences
+    from toylib.sequences.measure import evaluate
+    from toylib.sequences.net import train_sequences
 
     cfg = SeqConfig(length=3, steps=600, eval_every=20, val_size=200)
     model, history = train_sequences(cfg, device="cpu", progress=False, lengths=(2, 3))
@@ -311,7 +299,7 @@ def test_mixed_length_training_learns_every_training_length():
 
 
 def _random_bias(max_offset=3, from_end=True, n_heads=2, seed=0):
-    from toylib.sequences import RelativeBias
+    from toylib.sequences.net import RelativeBias
 
     bias = RelativeBias(n_heads, max_offset, from_end)
     g = torch.Generator().manual_seed(seed)
@@ -394,7 +382,7 @@ def test_relative_model_shapes_and_what_it_rejects():
 
 
 def test_relative_reverse_trained_on_short_lengths_is_exact_at_four_times_them():
-    from toylib.sequences import RELATIVE, length_table, length_targets, train_mixed
+    from toylib.sequences.measure import RELATIVE, length_table, length_targets, train_mixed
 
     (model, history), = train_mixed(tasks=("reverse",), lengths=range(2, 9), device="cpu", **RELATIVE).values()
     assert history.stop_reason == "callback"
