@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from toylib import maze, sokoban, tictactoe
+from toylib import maze, sokoban
 
 
 def other_device() -> str | None:
@@ -46,13 +46,15 @@ def on_cpu(*results) -> bool:
 
 
 def test_tictactoe():
-    data = tictactoe.Dataset.build()
-    model = tictactoe.TicTacToeNet(tictactoe.TicTacToeConfig()).to(DEVICE)
+    from toylib.tictactoe import dataset, look, net, world
+
+    data = dataset.Dataset.build()
+    model = net.TicTacToeNet(net.TicTacToeConfig()).to(DEVICE)
     boards = data.test.boards[:50]
-    moves = tictactoe.model_moves(model, boards)
-    scores = tictactoe.score(model, data.test)
-    profile, names = tictactoe.attention_profile(model, boards)
-    frames, titles = tictactoe.game_frames(model, side=tictactoe.X)
+    moves = net.model_moves(model, boards)
+    scores = net.score(model, data.test)
+    profile, names = look.attention_profile(model, boards)
+    frames, titles = look.game_frames(model, side=world.X)
     assert on_cpu(moves) and 0 <= scores.optimal <= 1 and len(profile) == 17 and len(frames) == len(titles)
 
 

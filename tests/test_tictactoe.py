@@ -4,21 +4,21 @@ import numpy as np
 import pytest
 import torch
 
-from toylib import tictactoe as t3
 from toylib.attention import count_parameters
-from toylib.tictactoe import EMPTY, O, X
+from toylib.tictactoe import dataset, look, measure, net, world
+from toylib.tictactoe.world import EMPTY, O, X
 
 
 @pytest.fixture(scope="module")
 def data():
-    return t3.Dataset.build()
+    return dataset.Dataset.build()
 
 
 # ----------------------------------------------------------------------------- the game
 
 
 def test_game_follows_the_rules():
-    s = t3.TicTacToe()
+    s = world.TicTacToe()
     assert s.current_player() == X and s.legal_actions() == list(range(9)) and not s.is_terminal()
     for a in (0, 3, 1, 4, 2):  # X takes the top row
         s = s.apply_action(a)
@@ -27,11 +27,11 @@ def test_game_follows_the_rules():
     with pytest.raises(ValueError, match="game is over"):
         s.apply_action(8)
     with pytest.raises(ValueError, match="not legal"):
-        t3.TicTacToe().apply_action(0).apply_action(0)
+        world.TicTacToe().apply_action(0).apply_action(0)
 
 
 def test_a_full_board_without_a_line_is_a_draw():
-    s = t3.TicTacToe(t3.parse_board("XOX XOO OXX"))
+    s = world.TicTacToe(world.parse_board("XOX XOO OXX"))
     assert s.is_terminal() and s.winner() == EMPTY and s.returns() == (0, 0)
 
 
@@ -47,104 +47,104 @@ def test_a_full_board_without_a_line_is_a_draw():
 )
 def test_impossible_boards_are_refused(board, message):
     with pytest.raises(ValueError, match=message):
-        t3.parse_board(board)
+        world.parse_board(board)
 
 
 def test_bad_symbols_and_sizes_are_refused():
     with pytest.raises(ValueError, match="cells must be"):
-        t3.check_board([0, 1, 3, 0, 0, 0, 0, 0, 0])
+        world.check_board([0, 1, 3, 0, 0, 0, 0, 0, 0])
     with pytest.raises(ValueError, match="9 cells"):
-        t3.check_board([0] * 8)
+        world.check_board([0] * 8)
     with pytest.raises(ValueError, match="written with X, O"):
-        t3.parse_board("XZ. ... ...")
+        world.parse_board("XZ. ... ...")
     with pytest.raises(ValueError, match="cells must be"):
-        t3.model_moves(t3.TicTacToeNet(), torch.full((1, 9), 5))
+        net.model_moves(net.TicTacToeNet(), torch.full((1, 9), 5))
 
 
 # ----------------------------------------------------------------------------- minimax
 
 
 def test_minimax_values_of_known_positions():
-    assert t3.game_value([EMPTY] * 9) == 0  # perfect play draws
-    assert t3.game_value(t3.parse_board("XX. OO. ...")) == 1  # X wins at once
-    assert t3.best_move(t3.parse_board("XX. OO. ...")) == 2
-    assert t3.optimal_moves(t3.parse_board("XX. .O. ...")) == [2]  # O must block
-    corners = t3.parse_board("X.. .O. ..X")  # O to move must take an edge, not a corner
-    assert t3.game_value(corners) == 0 and set(t3.optimal_moves(corners)) == {1, 3, 5, 7}
-    assert t3.game_value(t3.parse_board("X.O .O. ..X")) == 1  # after O takes a corner, X forks and wins
-    assert t3.game_value(t3.parse_board("X.. ... ...")) == 0 and t3.optimal_moves(t3.parse_board("X.. ... ...")) == [4]
+    assert world.game_value([EMPTY] * 9) == 0  # perfect play draws
+    assert world.game_value(world.parse_board("XX. OO. ...")) == 1  # X wins at once
+    assert world.best_move(world.parse_board("XX. OO. ...")) == 2
+    assert world.optimal_moves(world.parse_board("XX. .O. ...")) == [2]  # O must block
+    corners = world.parse_board("X.. .O. ..X")  # O to move must take an edge, not a corner
+    assert world.game_value(corners) == 0 and set(world.optimal_moves(corners)) == {1, 3, 5, 7}
+    assert world.game_value(world.parse_board("X.O .O. ..X")) == 1  # after O takes a corner, X forks and wins
+    assert world.game_value(world.parse_board("X.. ... ...")) == 0 and world.optimal_moves(world.parse_board("X.. ... ...")) == [4]
 
 
 def test_best_move_prefers_the_fastest_win():
     # X can win now at 2, or later; the post's label takes the immediate win
-    board = t3.parse_board("XX. O.. O..")
-    scores = t3.move_scores(board)
-    assert t3.best_move(board) == 2 and scores[2] == max(scores.values())
-    assert all(s > 0 for a, s in scores.items() if a in t3.optimal_moves(board))
+    board = world.parse_board("XX. O.. O..")
+    scores = world.move_scores(board)
+    assert world.best_move(board) == 2 and scores[2] == max(scores.values())
+    assert all(s > 0 for a, s in scores.items() if a in world.optimal_moves(board))
 
 
 # ----------------------------------------------------------------------------- positions and the split
 
 
 def test_position_counts():
-    everything = t3.all_positions()
-    open_ = t3.open_positions()
+    everything = world.all_positions()
+    open_ = world.open_positions()
     assert len(everything) == 5478 and len(open_) == 4520
-    movers = [t3.TicTacToe(b).current_player() for b in open_]
+    movers = [world.TicTacToe(b).current_player() for b in open_]
     assert movers.count(X) == 2423 and movers.count(O) == 2097
 
 
 def test_symmetries_form_the_group_of_the_square():
-    assert len(set(t3.SYMMETRIES)) == 8
-    for p in t3.SYMMETRIES:  # each maps every line to a line
-        assert {tuple(sorted(p.index(c) for c in line)) for line in t3.LINES} == {tuple(sorted(l)) for l in t3.LINES}
-    b = t3.parse_board("XO. ... ...")
-    assert len({t3.transform(b, p) for p in t3.SYMMETRIES}) == 8
-    assert all(t3.canonical(t3.transform(b, p)) == t3.canonical(b) for p in t3.SYMMETRIES)
+    assert len(set(world.SYMMETRIES)) == 8
+    for p in world.SYMMETRIES:  # each maps every line to a line
+        assert {tuple(sorted(p.index(c) for c in line)) for line in world.LINES} == {tuple(sorted(l)) for l in world.LINES}
+    b = world.parse_board("XO. ... ...")
+    assert len({world.transform(b, p) for p in world.SYMMETRIES}) == 8
+    assert all(world.canonical(world.transform(b, p)) == world.canonical(b) for p in world.SYMMETRIES)
 
 
 def test_split_by_symmetry_never_leaks_a_class(data):
-    parts = t3.split_by_symmetry(t3.open_positions(), seed=0)
-    classes = {k: {t3.canonical(b) for b in v} for k, v in parts.items()}
+    parts = world.split_by_symmetry(world.open_positions(), seed=0)
+    classes = {k: {world.canonical(b) for b in v} for k, v in parts.items()}
     assert not classes["train"] & classes["test"] and not classes["train"] & classes["val"] and not classes["val"] & classes["test"]
     assert sum(map(len, parts.values())) == 4520
     assert 0.09 < len(parts["test"]) / 4520 < 0.11 and 0.09 < len(parts["val"]) / 4520 < 0.11
     # every board of a class is in the same part, and the split is repeatable and seeded
-    assert parts == t3.split_by_symmetry(t3.open_positions(), seed=0)
-    assert parts["test"] != t3.split_by_symmetry(t3.open_positions(), seed=1)["test"]
+    assert parts == world.split_by_symmetry(world.open_positions(), seed=0)
+    assert parts["test"] != world.split_by_symmetry(world.open_positions(), seed=1)["test"]
     assert {tuple(b) for b in data.test.boards.tolist()} == set(parts["test"])
     with pytest.raises(ValueError, match="fractions"):
-        t3.split_by_symmetry([], fractions=(0.5, 0.5, 0.5))
+        world.split_by_symmetry([], fractions=(0.5, 0.5, 0.5))
 
 
 def test_positions_carry_every_optimal_move(data):
     pos = data.everything
-    i = [tuple(b) for b in pos.boards.tolist()].index(t3.parse_board("X.. .O. ..X"))
+    i = [tuple(b) for b in pos.boards.tolist()].index(world.parse_board("X.. .O. ..X"))
     assert set(pos.optimal[i].nonzero().flatten().tolist()) == {1, 3, 5, 7}
     assert pos.n_optimal[i] == 4 and pos.label[i] in (1, 3, 5, 7) and pos.mover[i] == O
     # every target is the board with one optimal move made
     assert ((pos.targets != pos.boards[:, None]).sum(-1) == 1).all()
     assert pos.outcome[i].tolist() == [-100, 1, 0, 1, -100, 1, 0, 1, -100]
     with pytest.raises(ValueError, match="open"):
-        t3.Positions.of([t3.parse_board("XXX OO. ...")])
+        dataset.Positions.of([world.parse_board("XXX OO. ...")])
 
 
 # ----------------------------------------------------------------------------- model, measures and play
 
 
 def test_model_shapes_and_the_mover_view():
-    model = t3.TicTacToeNet(t3.TicTacToeConfig())
-    boards = torch.tensor([t3.parse_board("X.. ... ..."), t3.parse_board("X.. .O. ...")])
+    model = net.TicTacToeNet(net.TicTacToeConfig())
+    boards = torch.tensor([world.parse_board("X.. ... ..."), world.parse_board("X.. .O. ...")])
     logits, values, patterns = model(boards)
     # 17 tokens: 9 cells and 8 lines; the answer is read from the cells
     assert logits.shape == (2, 9, 3) and values.shape == (2, 9, 3) and patterns.shape == (2, 4, 4, 17, 17)
     assert torch.allclose(patterns.sum(-1), torch.ones(2, 4, 4, 17))
-    post = t3.TicTacToeNet(t3.POST_CONFIGS["1: d=32, 4 heads"][0])
+    post = net.TicTacToeNet(net.POST_CONFIGS["1: d=32, 4 heads"][0])
     assert post(boards)[2].shape == (2, 4, 4, 9, 9)
     # the chapter's model is no larger than the post's smallest, the summary's limit
-    assert count_parameters(model) <= count_parameters(post) == t3.POST_SMALLEST
+    assert count_parameters(model) <= count_parameters(post) == net.POST_SMALLEST
     # the model sees the board as (empty, mine, theirs) and writes back in X and O
-    seen = t3.as_seen_by_mover(torch.tensor([t3.parse_board("XO. ... ..."), t3.parse_board("X.. ... ...")]))
+    seen = net.as_seen_by_mover(torch.tensor([world.parse_board("XO. ... ..."), world.parse_board("X.. ... ...")]))
     assert seen.tolist() == [[1, 2] + [0] * 7, [2] + [0] * 8]
     with torch.no_grad():
         model.unembed.weight.zero_()
@@ -152,35 +152,35 @@ def test_model_shapes_and_the_mover_view():
     written = model(boards)[0].argmax(-1)
     assert (written[0] == O).all() and (written[1] == X).all()  # O to move, then X to move
     with pytest.raises(ValueError, match="divisible"):
-        t3.TicTacToeConfig(d_model=30, n_heads=4)
+        net.TicTacToeConfig(d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="loss"):
-        t3.TicTacToeConfig(loss="mse")
+        net.TicTacToeConfig(loss="mse")
 
 
 def test_relations_survive_every_symmetry():
-    rel = t3.TOKEN_RELATIONS
-    assert rel.shape == (17, 17) and set(rel.unique().tolist()) == set(range(len(t3.RELATION_NAMES)))
+    rel = net.TOKEN_RELATIONS
+    assert rel.shape == (17, 17) and set(rel.unique().tolist()) == set(range(len(net.RELATION_NAMES)))
     assert (rel[:9, 9:] == 3).sum(1).tolist() == [3, 2, 3, 2, 4, 2, 3, 2, 3]  # lines through each cell
     assert ((rel[9:, :9] == 5).sum(1) == 3).all()  # cells on each line
-    for perm in t3.SYMMETRIES:
+    for perm in world.SYMMETRIES:
         # where each token goes: cells by the permutation, lines to the line of their moved cells
         cell_to = [perm.index(c) for c in range(9)]  # view[i] = board[perm[i]]: cell c moves to perm.index(c)
-        line_to = [t3.LINES.index(tuple(sorted(cell_to[c] for c in line))) for line in t3.LINES]
+        line_to = [world.LINES.index(tuple(sorted(cell_to[c] for c in line))) for line in world.LINES]
         to = torch.tensor(cell_to + [9 + j for j in line_to])
         moved = torch.empty_like(rel)
         moved[to[:, None], to[None, :]] = rel
         assert torch.equal(moved, rel)
-        assert torch.equal(t3._TOKEN_KIND[to], t3._TOKEN_KIND)
+        assert torch.equal(net._TOKEN_KIND[to], net._TOKEN_KIND)
 
 
 def test_the_graph_model_answers_twins_alike(data):
     """A rotated or mirrored board gets the rotated or mirrored answer, before any training."""
     torch.manual_seed(0)
-    model = t3.TicTacToeNet(t3.TicTacToeConfig()).eval()
+    model = net.TicTacToeNet(net.TicTacToeConfig()).eval()
     boards = data.test.boards[:64]
     with torch.no_grad():
         logits, values, _ = model(boards)
-        for perm in t3.SYMMETRIES:
+        for perm in world.SYMMETRIES:
             p = torch.tensor(perm)
             view_logits, view_values, _ = model(boards[:, p])  # the twin: view[i] = board[perm[i]]
             torch.testing.assert_close(view_logits, logits[:, p], atol=1e-5, rtol=1e-5)
@@ -188,7 +188,7 @@ def test_the_graph_model_answers_twins_alike(data):
 
 
 def test_scores_judge_legality_and_optimality(data):
-    class Oracle(t3.TicTacToeNet):
+    class Oracle(net.TicTacToeNet):
         """Writes the post's label board with certainty."""
 
         def forward(self, boards):
@@ -200,44 +200,44 @@ def test_scores_judge_legality_and_optimality(data):
             logits = torch.nn.functional.one_hot(nxt, 3).float() * 20
             return logits, logits, torch.zeros(len(boards), 1, 1, 9, 9)
 
-    oracle = Oracle(t3.TicTacToeConfig())
-    s = t3.score(oracle, data.test)
+    oracle = Oracle(net.TicTacToeConfig())
+    s = net.score(oracle, data.test)
     assert s.exact_label == s.legal == s.raw_optimal == s.optimal == 1.0
-    policy = t3.model_policy(oracle)
-    assert t3.play_exhaustively(policy, X)["loss"] == 0 and t3.play_exhaustively(policy, O)["loss"] == 0
-    against_minimax = t3.play_exhaustively(policy, X, "minimax")
+    policy = measure.model_policy(oracle)
+    assert measure.play_exhaustively(policy, X)["loss"] == 0 and measure.play_exhaustively(policy, O)["loss"] == 0
+    against_minimax = measure.play_exhaustively(policy, X, "minimax")
     assert set(against_minimax) == {"draw"}  # perfect play against perfect play: every game drawn
 
-    class Lazy(t3.TicTacToeNet):
+    class Lazy(net.TicTacToeNet):
         """Writes the board unchanged: never a legal move; plays the first empty cell."""
 
         def forward(self, boards):
             logits = torch.nn.functional.one_hot(boards, 3).float() * 20
             return logits, logits, torch.zeros(len(boards), 1, 1, 9, 9)
 
-    lazy = Lazy(t3.TicTacToeConfig())
-    s = t3.score(lazy, data.test)
+    lazy = Lazy(net.TicTacToeConfig())
+    s = net.score(lazy, data.test)
     assert s.legal == 0 and s.exact_label == 0 and s.raw_optimal == 0 and 0 < s.optimal < 1
-    policy = t3.model_policy(lazy)
-    assert t3.play_exhaustively(policy, X)["loss"] > 0
-    assert sum(t3.play_random(policy, O, 50, seed=3).values()) == 50
+    policy = measure.model_policy(lazy)
+    assert measure.play_exhaustively(policy, X)["loss"] > 0
+    assert sum(measure.play_random(policy, O, 50, seed=3).values()) == 50
     with pytest.raises(ValueError, match="side"):
-        t3.play_exhaustively(policy, 3)
+        measure.play_exhaustively(policy, 3)
 
 
 def test_kinds_of_position():
-    assert t3.kind_of(t3.parse_board("XX. OO. ...")) == "win"
-    assert t3.kind_of(t3.parse_board("XX. .O. ...")) == "block"
-    assert t3.kind_of(t3.parse_board("X.. .O. ..X")) == "quiet"
-    fork = t3.parse_board("... ..X OXO")  # X's only winning move, the centre, makes two threats
-    assert t3.kind_of(fork) == "fork" and t3.optimal_moves(fork) == [4]
-    assert t3.threats(t3.parse_board("... .XX OXO"), X) == [1, 3]
+    assert world.kind_of(world.parse_board("XX. OO. ...")) == "win"
+    assert world.kind_of(world.parse_board("XX. .O. ...")) == "block"
+    assert world.kind_of(world.parse_board("X.. .O. ..X")) == "quiet"
+    fork = world.parse_board("... ..X OXO")  # X's only winning move, the centre, makes two threats
+    assert world.kind_of(fork) == "fork" and world.optimal_moves(fork) == [4]
+    assert world.threats(world.parse_board("... .XX OXO"), X) == [1, 3]
 
 
 def test_attention_profile_shares_sum_to_one():
-    model = t3.TicTacToeNet(t3.TicTacToeConfig(n_layers=2, n_heads=2))
-    boards = torch.tensor(t3.open_positions()[:50])
-    rows, names = t3.attention_profile(model, boards)
+    model = net.TicTacToeNet(net.TicTacToeConfig(n_layers=2, n_heads=2))
+    boards = torch.tensor(world.open_positions()[:50])
+    rows, names = look.attention_profile(model, boards)
     assert len(rows) == 2 * 2 + 1 and len(names) == len(rows[0]) - 2
     col = {n: i + 2 for i, n in enumerate(names)}
     cell_parts = ["cell: itself", "cell: cells on its lines", "cell: other cells", "cell: its lines", "cell: other lines"]
@@ -257,23 +257,23 @@ def test_attention_profile_shares_sum_to_one():
     # the relation bias starts the model reading along lines: a line looks mostly at its own cells
     assert rows[0][col["line: its cells"]] > 0.5
     with pytest.raises(ValueError, match="graph"):
-        t3.attention_profile(t3.TicTacToeNet(t3.POST_CONFIGS["1: d=32, 4 heads"][0]), boards[:5])
+        look.attention_profile(net.TicTacToeNet(net.POST_CONFIGS["1: d=32, 4 heads"][0]), boards[:5])
 
 
 def test_training_is_deterministic_and_learns(data):
-    cfg = t3.TicTacToeConfig(max_epochs=3, stop_at_target=False, early_stopping=None)
-    m1, h1 = t3.train_tictactoe(cfg, data, progress=False)
-    m2, h2 = t3.train_tictactoe(cfg, data, progress=False)
+    cfg = net.TicTacToeConfig(max_epochs=3, stop_at_target=False, early_stopping=None)
+    m1, h1 = net.train_tictactoe(cfg, data, progress=False)
+    m2, h2 = net.train_tictactoe(cfg, data, progress=False)
     assert h1.column("loss") == h2.column("loss")
     assert h1.column("loss")[-1] < h1.column("loss")[0]
     # the default learns from the validation classes too; the post's recipe from training only
     assert cfg.train_on_val and h1.steps == 3 * -(-(len(data.train) + len(data.val)) // cfg.batch_size)
-    _, h3 = t3.train_tictactoe(dataclasses.replace(cfg, train_on_val=False, max_epochs=1), data, progress=False)
+    _, h3 = net.train_tictactoe(dataclasses.replace(cfg, train_on_val=False, max_epochs=1), data, progress=False)
     assert h3.steps == -(-len(data.train) // cfg.batch_size)
 
 
 def test_concatenated_positions_keep_every_optimal_move(data):
-    both = t3.Positions.concat(data.train, data.val)
+    both = dataset.Positions.concat(data.train, data.val)
     assert len(both) == len(data.train) + len(data.val)
     k = max(data.train.targets.shape[1], data.val.targets.shape[1])
     assert both.targets.shape == (len(both), k, 9)
@@ -287,14 +287,14 @@ def test_concatenated_positions_keep_every_optimal_move(data):
             assert torch.equal(both.targets[j, :n], part.targets[i, :n])
             assert (both.targets[j, n:] == part.targets[i, 0]).all()
     # the held-out test classes stay out of what the model learns from
-    learnt = {t3.canonical(tuple(b)) for b in both.boards.tolist()}
-    assert not learnt & {t3.canonical(tuple(b)) for b in data.test.boards.tolist()}
+    learnt = {world.canonical(tuple(b)) for b in both.boards.tolist()}
+    assert not learnt & {world.canonical(tuple(b)) for b in data.test.boards.tolist()}
 
 
 def test_board_image_and_game_frames():
-    img = t3.board_image(t3.parse_board("XO. ... ..."), cell=10)
+    img = world.board_image(world.parse_board("XO. ... ..."), cell=10)
     assert img.shape == (30, 30) and set(np.unique(img)) == {0, 1, 2, 3}
-    frames, titles = t3.game_frames(t3.TicTacToeNet(t3.TicTacToeConfig()), side=X, cell=6)
+    frames, titles = look.game_frames(net.TicTacToeNet(net.TicTacToeConfig()), side=X, cell=6)
     assert frames.shape[1:] == (2, 18, 18) and len(frames) == len(titles) and titles[-1] in ("X wins", "O wins", "draw")
 
 
@@ -303,14 +303,14 @@ class Minimax(torch.nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.config = t3.TicTacToeConfig()
+        self.config = net.TicTacToeConfig()
         self.dummy = torch.nn.Parameter(torch.zeros(()))  # gives the model a device
 
     def forward(self, boards):
         nxt = boards.clone()
         for i, b in enumerate(boards.tolist()):
-            state = t3.TicTacToe(tuple(b))
-            nxt[i, t3.best_move(b)] = state.current_player()
+            state = world.TicTacToe(tuple(b))
+            nxt[i, world.best_move(b)] = state.current_player()
         logits = 10.0 * torch.nn.functional.one_hot(nxt, 3).float()  # (batch, 9, 3)
         return logits, torch.zeros_like(logits), torch.zeros(len(boards), 1, 1, 9, 9)
 
@@ -318,12 +318,12 @@ class Minimax(torch.nn.Module):
 def test_scorecard_passes_minimax_and_fails_an_untrained_model(data):
     from toylib.targets import all_met, missed
 
-    perfect = t3.summarise(Minimax(), data, random_games=50)
+    perfect = measure.summarise(Minimax(), data, random_games=50)
     assert perfect.test.optimal == perfect.everything.optimal == perfect.test.exact_label == 1.0
     assert perfect.exhaustive_x["loss"] == perfect.exhaustive_o["loss"] == 0
     assert all_met(perfect.targets(train_seconds=1.0))
     assert missed(perfect.targets(train_seconds=500.0)) == ["training time"]
-    untrained = t3.summarise(t3.TicTacToeNet(t3.TicTacToeConfig()), data, random_games=0)
+    untrained = measure.summarise(net.TicTacToeNet(net.TicTacToeConfig()), data, random_games=0)
     assert set(missed(untrained.targets(train_seconds=1.0))) >= {
         "exhaustive play as X, every reply", "exhaustive play as O, every reply"}
 
@@ -332,28 +332,28 @@ def test_command_line_measures_a_saved_model(tmp_path, capsys):
     from toylib.train import save_checkpoint
 
     path = tmp_path / "t3.pt"
-    save_checkpoint(path, t3.TicTacToeNet(t3.TicTacToeConfig()), t3.TicTacToeConfig(), train_seconds=1.0)
-    targets = t3.main(["--load", str(path)])
+    save_checkpoint(path, net.TicTacToeNet(net.TicTacToeConfig()), net.TicTacToeConfig(), train_seconds=1.0)
+    targets = measure.main(["--load", str(path)])
     out = capsys.readouterr().out
     assert "exact label (the post's measure)" in out  # the detail table is printed too
     by_name = {t.measure: t for t in targets}
-    assert by_name["parameters"].measured == f"{t3.POST_SMALLEST:,}" and by_name["parameters"].met
+    assert by_name["parameters"].measured == f"{net.POST_SMALLEST:,}" and by_name["parameters"].met
     assert by_name["optimal move, all 4,520 open positions"].met is False  # an untrained model
     assert by_name["training time"].measured == "1 s" and by_name["training time"].machine
 
 
 def test_play_widget_answers_a_click_with_the_models_move():
     pytest.importorskip("ipywidgets")
-    model = t3.TicTacToeNet(t3.TicTacToeConfig())
-    box = t3.play_widget(model)
+    model = net.TicTacToeNet(net.TicTacToeConfig())
+    box = look.play_widget(model)
     (side, _new), board, status = box.children[0].children, box.children[1], box.children[2]
     buttons = board.children
     assert [b.description for b in buttons] == [" "] * 9 and status.value == "your move"
     buttons[4].click()  # X in the centre
     labels = [b.description for b in buttons]
-    reply = t3.model_policy(model)[t3.TicTacToe().apply_action(4).board]
+    reply = measure.model_policy(model)[world.TicTacToe().apply_action(4).board]
     assert labels[4] == "X" and labels[reply] == "O" and labels.count(" ") == 7
     assert [b.disabled for b in buttons] == [c != " " for c in labels]  # only empty cells can be clicked
-    side.value = t3.O  # the model opens as X
+    side.value = world.O  # the model opens as X
     assert [b.description for b in buttons].count("X") == 1 and status.value == "your move"
 
