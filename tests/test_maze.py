@@ -7,41 +7,34 @@ import torch
 from torch import nn
 
 from toylib.attention import count_parameters
-from toylib.maze import (
-    DOWN,
-    EMBED_SIDE,
-    LEFT,
+from toylib.maze.dataset import (
     PAD,
-    POST_CONFIG,
+    connections,
+    invalid_last_move,
+    make_mazes,
+    make_splits,
+    maze_key,
+    solution_tensor,
+    start_tiles,
+)
+from toylib.maze.measure import score, solve, token_accuracy
+from toylib.maze.net import MazeConfig, MazeModel, MazeNet, Memory, build_model, train_maze
+from toylib.maze.post import EMBED_SIDE, POST_CONFIG, PostMazeNet
+from toylib.maze.world import (
+    DOWN,
+    LEFT,
     RIGHT,
     START,
     STOP,
     UP,
     Layout,
-    MazeConfig,
-    MazeModel,
-    MazeNet,
     MazeState,
-    Memory,
-    PostMazeNet,
-    build_model,
-    connections,
-    invalid_last_move,
-    score,
-    solution_tensor,
-    solve,
-    start_tiles,
-    token_accuracy,
-    train_maze,
     check_moves,
     check_solution,
     draw_maze,
     exits,
     from_pixels,
     grid_shape,
-    make_mazes,
-    make_splits,
-    maze_key,
     open_path,
     random_maze,
     random_walk,
@@ -523,11 +516,13 @@ def test_bad_configs_are_refused():
 
 # ----------------------------------------------------------------------------- look inside, and the board to edit
 
-from toylib import maze as mz  # noqa: E402
+# `look` names a result in these tests, so the room is imported as `maze_look`
+from toylib.maze import dataset, measure, world  # noqa: E402
+from toylib.maze import look as maze_look  # noqa: E402
 
 
 def _small_set(n=20, seed=8):
-    return mz.make_mazes(n, seed=seed)
+    return dataset.make_mazes(n, seed=seed)
 
 
 def test_where_heads_look_counts_every_move_step_once_and_finds_a_forced_look():
@@ -537,7 +532,7 @@ def test_where_heads_look_counts_every_move_step_once_and_finds_a_forced_look():
     with torch.no_grad():  # a bias of +100 on the walker's own tile: every head must look there
         model.offset_bias.zero_()
         model.offset_bias[:, model.config.radius, model.config.radius] = 100.0
-    look = mz.where_heads_look(model, mazes)
+    look = maze_look.where_heads_look(model, mazes)
     assert look["steps"] == moves
     np.testing.assert_allclose(look["places"].sum(1), 1.0, atol=1e-6)
     np.testing.assert_allclose(look["places"][:, 0], 1.0)  # all on the walker's tile
@@ -545,7 +540,7 @@ def test_where_heads_look_counts_every_move_step_once_and_finds_a_forced_look():
     with torch.no_grad():  # now +100 one tile to the right of the walker: the next tile only on RIGHT moves
         model.offset_bias.zero_()
         model.offset_bias[:, model.config.radius, model.config.radius + 1] = 100.0
-    look = mz.where_heads_look(model, mazes)
+    look = maze_look.where_heads_look(model, mazes)
     rights = sum(s[1:-1].count(RIGHT) for s in mazes.solutions)
     assert look["places"][0, 0] == 0.0
     assert look["places"][0, 1] >= rights / moves - 1e-6  # off the grid's edge the clipped window moves it
@@ -554,20 +549,20 @@ def test_where_heads_look_counts_every_move_step_once_and_finds_a_forced_look():
 def test_removing_every_cross_head_cuts_the_decoder_off_from_the_maze():
     mazes = _small_set(4)
     model = MazeNet(MazeConfig(seed=1))
-    blind = mz.without_cross_heads(model, range(model.config.n_heads))
+    blind = maze_look.without_cross_heads(model, range(model.config.n_heads))
     tokens = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)
     x = torch.from_numpy(mazes.mazes)
     with torch.no_grad():
         a = blind(x, tokens)[0]
-        b = blind(torch.from_numpy(mz.make_mazes(4, seed=99).mazes), tokens)[0]  # other mazes, same moves
+        b = blind(torch.from_numpy(dataset.make_mazes(4, seed=99).mazes), tokens)[0]  # other mazes, same moves
         kept = model(x, tokens)[0]
     torch.testing.assert_close(a, b)  # the mazes no longer matter
     assert not torch.allclose(kept, a)
     assert model.decoder.blocks[0].cross_attn.W_O.weight.abs().sum() > 0  # the original is untouched
     with pytest.raises(ValueError, match="heads"):
-        mz.without_cross_heads(model, [model.config.n_heads])
+        maze_look.without_cross_heads(model, [model.config.n_heads])
     with pytest.raises(ValueError, match="heads"):
-        mz.without_cross_heads(model, [])
+        maze_look.without_cross_heads(model, [])
 
 
 def test_dropping_the_causal_mask_matters_only_where_a_later_layer_reads_earlier_positions():
@@ -578,7 +573,7 @@ def test_dropping_the_causal_mask_matters_only_where_a_later_layer_reads_earlier
     one = MazeNet(MazeConfig(seed=2))
     with torch.no_grad():
         post_masked, one_masked = post(x, tokens)[0], one(x, tokens)[0]
-        with mz.no_causal_mask(post), mz.no_causal_mask(one):
+        with measure.no_causal_mask(post), measure.no_causal_mask(one):
             post_open, one_open = post(x, tokens)[0], one(x, tokens)[0]
         again = post(x, tokens)[0]
     # one decoder layer: the last position sees every earlier one either way, so greedy decoding
@@ -603,29 +598,29 @@ def test_token_accuracy_counts_padding_only_when_asked():
 def test_the_editing_board_round_trips_every_maze_and_refuses_a_board_without_a_start():
     rng = np.random.default_rng(11)
     for _ in range(100):
-        sample = mz.random_maze(rng, size=(4, 6))
+        sample = world.random_maze(rng, size=(4, 6))
         layout = from_pixels(sample.maze)
-        cells = mz.edit_cells(layout)
+        cells = maze_look.edit_cells(layout)
         assert cells.shape == (7, 11)
-        back = mz.from_edit_cells(cells)
+        back = maze_look.from_edit_cells(cells)
         assert np.array_equal(exits(back.arms), exits(layout.arms))
         assert (back.start, back.end) == (layout.start, layout.end)
-        assert len(mz.shortest_path(back)) == len(sample.solution) - 2
-    cells[cells == mz.START_CELL] = mz.FLOOR
+        assert len(world.shortest_path(back)) == len(sample.solution) - 2
+    cells[cells == maze_look.START_CELL] = maze_look.FLOOR
     with pytest.raises(ValueError, match="exactly one start"):
-        mz.from_edit_cells(cells)
+        maze_look.from_edit_cells(cells)
     with pytest.raises(ValueError, match="2R - 1"):
-        mz.from_edit_cells(np.zeros((4, 5), int))
+        maze_look.from_edit_cells(np.zeros((4, 5), int))
 
 
 def test_solve_frames_has_a_frame_per_move_and_a_panel_per_head():
     mazes = _small_set(1)
     model = MazeNet(MazeConfig(seed=4))
-    frames, titles = mz.solve_frames(model, mazes.mazes[0])
+    frames, titles = maze_look.solve_frames(model, mazes.mazes[0])
     moves = solve(model, mazes.mazes[0])
     assert frames.shape == (len(moves) - 1, 1 + model.config.n_heads, *mazes.mazes[0].shape)
     assert len(titles) == len(frames) and frames.min() >= 0 and frames.max() <= 1
 
 
 def test_tile_grid_lists_tiles_row_by_row_as_the_tokens_come():
-    assert mz.tile_grid((2, 3)).tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+    assert dataset.tile_grid((2, 3)).tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
