@@ -45,7 +45,7 @@ def fingerprint(chapter: str) -> dict:
     from toylib.device import setup
 
     device = setup(threads=int(os.environ.get("TOYLIB_PATHS_THREADS", "1")), prefer="cpu")
-    spec = importlib.import_module(f"toylib.{chapter}").CHAPTER
+    spec = importlib.import_module(f"toylib.{chapter}.measure").CHAPTER
     config = dataclasses.replace(spec.config_cls(seed=0), **SHORT[chapter])
     model, _, _ = spec.train(config, device, False, None)
     flat = torch.cat([p.detach().double().flatten() for p in model.parameters()])

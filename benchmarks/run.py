@@ -7,7 +7,7 @@
     python benchmarks/run.py --capability avx2        # another CPU's arithmetic (ATEN_CPU_CAPABILITY)
 
 For each seed, `toylib.cli.benchmark` trains the chapter's default model and measures it
-against the chapter's targets (sequences: `sequences.benchmark`, the chapter's whole suite), exactly as the chapter's summary does (on data the model
+against the chapter's targets (sequences: `toylib.sequences.measure.benchmark`, the chapter's whole suite), exactly as the chapter's summary does (on data the model
 never trained on). A seed "meets every target" when no target is missed; that verdict is
 computed from the targets, never read back from printed text. Each run uses one CPU
 thread, as the chapters do.
@@ -31,11 +31,17 @@ import time
 
 import torch
 
-from toylib import cli, life, maze, sequences, sokoban, tictactoe
+from toylib import cli
+from toylib.life import measure as life
+from toylib.maze import measure as maze
+from toylib.sequences import measure as sequences
+from toylib.sokoban import measure as sokoban
+from toylib.tictactoe import measure as tictactoe
 from toylib.device import setup
 from toylib.targets import all_met, format_table
 
-CHAPTERS = {"life": life, "sequences": sequences, "tictactoe": tictactoe, "maze": maze, "sokoban": sokoban}
+CHAPTERS = {  # each chapter's measure room: its CHAPTER (the command line) and targets
+    "life": life, "sequences": sequences, "tictactoe": tictactoe, "maze": maze, "sokoban": sokoban}
 CAPABILITIES = ("default", "avx2", "avx512")
 HEADER = ("chapter", "seed", "train s", "every target", "missed")
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from toylib import maze, sokoban
+from toylib import sokoban
 
 
 def other_device() -> str | None:

@@ -102,7 +102,7 @@ def assert_every_target_met(text: str) -> None:
 
 
 def test_the_life_summary_meets_every_target():
-    text = stored_summary("life.ipynb", "life.summarise(model, seen)")
+    text = stored_summary("life.ipynb", "measure.summarise(model, seen)")
     assert "exact next state" in text and "16x16" in text  # the post's grid size, by default
     assert_every_target_met(text)
 
@@ -117,26 +117,26 @@ def test_book_configuration_guards_the_build():
 
 
 def test_the_sequences_summary_meets_every_target():
-    text = stored_summary("sequences.ipynb", "seq.claim_targets(")
+    text = stored_summary("sequences.ipynb", "measure.claim_targets(")
     assert "PyTorch exact match" in text and "attention on source" in text
     assert_every_target_met(text)
 
 
 def test_the_tictactoe_summary_meets_every_target():
-    text = stored_summary("tictactoe.ipynb", "t3.summarise(")
+    text = stored_summary("tictactoe.ipynb", "measure.summarise(")
     summary = text.split("\n\n")[0]  # the targets; the detail table follows
     assert "held-out test positions" in summary and "exhaustive play as O" in summary
     assert_every_target_met(summary)
 
 
 def test_the_maze_summary_meets_every_target():
-    text = stored_summary("maze.ipynb", "mz.maze_targets(")
+    text = stored_summary("maze.ipynb", "measure.maze_targets(")
     assert "1,000 test mazes" in text and "7x7 (trained on 5x5)" in text
     assert_every_target_met(text)
 
 
 def test_the_sokoban_summary_misses_only_the_target_issue_25_owns():
-    text = stored_summary("sokoban.ipynb", "sk.sokoban_targets(")
+    text = stored_summary("sokoban.ipynb", "measure.sokoban_targets(")
     assert "solve rate, beam 32" in text and "solvability accuracy" in text and "optimal move" in text
     lines = text.strip().splitlines()
     assert lines[0].split() == ["measure", "target", "measured", "met"]

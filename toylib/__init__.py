@@ -13,11 +13,16 @@ Core modules, used by every chapter:
 - ``toylib.widgets``   one clickable board for every chapter's interactive cell
 - ``toylib.cli``       the command line every chapter shares: python -m toylib.<chapter>
 
-One module per chapter: ``toylib.life`` (Conway's Game of Life), ``toylib.sequences``
-(copy, reverse, rotate, filter), ``toylib.tictactoe`` (the game, minimax and its model),
-``toylib.maze`` (mazes of tiles, BFS, the post's model and a looped one that searches),
-``toylib.sokoban`` (one-box Sokoban, BFS and A*, the policy and its beam search, and the
-measurements behind "how transformers work").
+One package per chapter, each with the same rooms (its ``__init__`` docstring is its map):
+``world`` (rules, ground truth, generators; no learning), ``dataset`` (splits, dedupe,
+batches), ``net`` (config, model, loss, training), ``measure`` (the model at work, scored
+against the chapter's targets, and the command line), ``look`` (attention analyses,
+animations, the interactive board), and extra rooms where a chapter has them. The chapters:
+``toylib.life`` (Conway's Game of Life), ``toylib.sequences`` (copy, reverse, rotate,
+filter), ``toylib.tictactoe`` (the game, minimax and its model), ``toylib.maze`` (mazes of
+tiles, BFS, the post's model and a looped one that searches), ``toylib.sokoban`` (one-box
+Sokoban, BFS and A*, the policy and its beam search). ``toylib.how`` holds the measurements
+of the chapter "How transformers work".
 """
 
 __version__ = "0.1.0"

@@ -4,8 +4,10 @@ The flow is the same everywhere: train a model from the chapter's config (or `--
 one), measure it against the chapter's targets, print the summary table, and `--save` it.
 A chapter's `main` only says which config fields become options and how to train and measure:
 
-    CHAPTER = cli.Chapter("life", "...", LifeConfig, SingleAttentionNet, train, measure)
+    CHAPTER = cli.Chapter("life", "...", LifeConfig, build_model, _train, _measure)
     main = cli.entry_point(CHAPTER)
+
+in the chapter's `measure` room (`toylib/<chapter>/measure.py`); `__main__.py` calls `main`.
 """
 
 from __future__ import annotations

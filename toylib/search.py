@@ -2,7 +2,7 @@
 (shortest paths between tiles) and of the Sokoban chapter (is a board solvable, and in how
 few moves).
 
-A world plugs in by being a `State`, with OpenSpiel's method names as in `toylib.tictactoe`;
+A world plugs in by being a `State`, with OpenSpiel's method names as in `toylib.tictactoe.world`;
 the solvers are pure functions of it. Every action costs 1, so a path's length is its number
 of actions. Both solvers test for the goal when a state is taken off the frontier, not when
 it is first generated, so that `Path.expanded` counts the same thing in both: with a

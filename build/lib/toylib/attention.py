@@ -1,0 +1,297 @@
+"""Attention and the transformer blocks that every chapter builds its model from.
+
+Every function and module here returns its attention *pattern* (the weights after the
+softmax) from the same forward pass that computes its output, so that what a chapter
+plots is exactly what the model used. Names follow TransformerLens: *scores* are the
+logits before the softmax, the *pattern* is after it, and a stack returns its patterns as
+(batch, layer, head, query_pos, key_pos).
+
+Blocks are pre-LayerNorm (normalise, transform, add back to the residual stream), which
+trains without warm-up tricks at the small sizes the book uses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention, returning (output, pattern).
+
+    q: (..., query_pos, d_head), k and v: (..., key_pos, d_head).
+    mask, broadcastable to (..., query_pos, key_pos): boolean, True where a
+    query may attend; or floating point, a bias added to the scores (a
+    learned preference for some keys). A query row that may attend to
+    nothing gets a pattern of zeros, not NaNs.
+    """
+    # (..., query_pos, key_pos)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None and mask.dtype != torch.bool:
+        scores, mask = scores + mask, None
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    pattern = torch.softmax(scores, dim=-1)  # (..., query_pos, key_pos)
+    if mask is not None:
+        # softmax of an all -inf row is NaN; such a query reads nothing
+        pattern = torch.nan_to_num(pattern, nan=0.0)
+    # (..., query_pos, d_head), (..., query_pos, key_pos)
+    return pattern @ v, pattern
+
+
+def causal_mask(
+    n: int, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """(n, n) boolean mask, True on and below the diagonal: position i
+    sees positions <= i."""
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+
+
+def sinusoidal_positions(n_ctx: int, d_model: int) -> torch.Tensor:
+    """The fixed position encoding of "Attention Is All You Need":
+    (n_ctx, d_model).
+
+    Even columns hold sin(pos / 10000^(2i/d)), odd columns the matching
+    cos, so that a fixed offset between two positions is a rotation of
+    each (sin, cos) pair.
+    """
+    if n_ctx < 1 or d_model < 2:
+        raise ValueError(f"need n_ctx >= 1 and d_model >= 2, got "
+                         f"n_ctx={n_ctx}, d_model={d_model}")
+    pos = torch.arange(n_ctx, dtype=torch.float32)[:, None]  # (n_ctx, 1)
+    i = torch.arange(0, d_model, 2)
+    freq = torch.exp(-math.log(10000.0) * i / d_model)  # (ceil(d/2),)
+    table = torch.zeros(n_ctx, d_model)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq[: d_model // 2])
+    return table
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention. Self-attention by default; pass `context` for cross-attention.
+
+    forward(x, context=None, mask=None) -> (output (batch, query_pos, d_model),
+                                            pattern (batch, head, query_pos, key_pos))
+    """
+
+    def __init__(self, d_model: int, n_heads: int, causal: bool = False, bias: bool = True):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.n_heads, self.d_head, self.causal = n_heads, d_model // n_heads, causal
+        self.W_Q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_K = nn.Linear(d_model, d_model, bias=bias)
+        self.W_V = nn.Linear(d_model, d_model, bias=bias)
+        self.W_O = nn.Linear(d_model, d_model, bias=bias)
+
+    def _heads(self, t: torch.Tensor) -> torch.Tensor:
+        b, n, _ = t.shape
+        # (batch, pos, d_model) -> (batch, head, pos, d_head)
+        return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)
+
+    def forward(
+        self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        context = x if context is None else context
+        q = self._heads(self.W_Q(x))  # (batch, head, query_pos, d_head)
+        k = self._heads(self.W_K(context))  # (batch, head, key_pos, d_head)
+        v = self._heads(self.W_V(context))  # (batch, head, key_pos, d_head)
+        if self.causal:
+            if context is not x:
+                raise ValueError("a causal mask applies to self-attention only")
+            cm = causal_mask(x.shape[1], x.device)
+            if mask is None:
+                mask = cm
+            else:
+                mask = mask & cm if mask.dtype == torch.bool else mask.masked_fill(~cm, float("-inf"))
+        if mask is not None and mask.dim() == 3:  # (batch, query_pos, key_pos): same for every head;
+            # a per-head mask or bias comes as (batch or 1, head, query_pos, key_pos)
+            mask = mask[:, None]
+        z, pattern = attention(q, k, v, mask)  # (batch, head, query_pos, d_head)
+        b, _, n, _ = z.shape
+        z = z.transpose(1, 2).reshape(b, n, self.n_heads * self.d_head)  # (batch, query_pos, d_model)
+        return self.W_O(z), pattern
+
+
+def mlp(d_model: int, d_mlp: int, dropout: float = 0.0) -> nn.Sequential:
+    """The position-wise feed-forward layer: d_model -> d_mlp -> d_model."""
+    return nn.Sequential(nn.Linear(d_model, d_mlp), nn.GELU(), nn.Linear(d_mlp, d_model), nn.Dropout(dropout))
+
+
+class EncoderBlock(nn.Module):
+    """Pre-LayerNorm block: self-attention, then a feed-forward layer, each added to the residual.
+
+    With causal=True this is the GPT-style "decoder-only" block.
+    forward(x, mask=None) -> (x, pattern (batch, head, query_pos, key_pos))
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_mlp: int, dropout: float = 0.0, causal: bool = False):
+        super().__init__()
+        self.ln_attn, self.ln_mlp = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attn = MultiHeadAttention(d_model, n_heads, causal=causal)
+        self.mlp = mlp(d_model, d_mlp, dropout)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        z, pattern = self.attn(self.ln_attn(x), mask=mask)
+        x = x + self.drop(z)  # (batch, pos, d_model)
+        x = x + self.mlp(self.ln_mlp(x))
+        return x, pattern
+
+
+class DecoderBlock(nn.Module):
+    """Pre-LayerNorm decoder block: causal self-attention, cross-attention to the encoder's
+    output (`memory`), then a feed-forward layer.
+
+    forward(x, memory, memory_mask=None) -> (x, self_pattern, cross_pattern)
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_mlp: int, dropout: float = 0.0):
+        super().__init__()
+        self.ln_self, self.ln_cross, self.ln_mlp = (nn.LayerNorm(d_model) for _ in range(3))
+        self.self_attn = MultiHeadAttention(d_model, n_heads, causal=True)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads)
+        self.mlp = mlp(d_model, d_mlp, dropout)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(
+        self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        z, self_pattern = self.self_attn(self.ln_self(x))
+        x = x + self.drop(z)  # (batch, target_pos, d_model)
+        z, cross_pattern = self.cross_attn(self.ln_cross(x), context=memory, mask=memory_mask)
+        x = x + self.drop(z)
+        x = x + self.mlp(self.ln_mlp(x))
+        return x, self_pattern, cross_pattern
+
+
+class Encoder(nn.Module):
+    """A stack of EncoderBlocks with a final LayerNorm.
+
+    forward(x, mask=None) -> (x (batch, pos, d_model), patterns (batch, layer, head, query_pos, key_pos))
+
+    mask is what `attention` accepts (a boolean mask or a float bias), given to every block;
+    or a list or tuple with one entry per layer (each a mask, a bias or None), so that a
+    model with a learned bias per layer passes `[bias[layer] for layer in ...]`.
+    """
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_mlp: int, dropout: float = 0.0, causal: bool = False):
+        super().__init__()
+        if n_layers < 1:
+            raise ValueError(f"n_layers must be at least 1, got {n_layers}")
+        self.blocks = nn.ModuleList(EncoderBlock(d_model, n_heads, d_mlp, dropout, causal) for _ in range(n_layers))
+        self.ln_final = nn.LayerNorm(d_model)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | Sequence[torch.Tensor | None] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if isinstance(mask, (list, tuple)):
+            if len(mask) != len(self.blocks):
+                raise ValueError(f"got {len(mask)} per-layer masks for an encoder of {len(self.blocks)} layers")
+            masks = mask
+        else:
+            masks = [mask] * len(self.blocks)
+        patterns = []
+        for block, layer_mask in zip(self.blocks, masks):
+            x, pattern = block(x, layer_mask)  # (batch, pos, d_model), (batch, head, query_pos, key_pos)
+            patterns.append(pattern)
+        return self.ln_final(x), torch.stack(patterns, dim=1)
+
+
+class Decoder(nn.Module):
+    """A stack of DecoderBlocks with a final LayerNorm.
+
+    forward(x, memory, memory_mask=None) -> (x, self_patterns, cross_patterns), the patterns
+    shaped (batch, layer, head, query_pos, key_pos).
+    """
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_mlp: int, dropout: float = 0.0):
+        super().__init__()
+        if n_layers < 1:
+            raise ValueError(f"n_layers must be at least 1, got {n_layers}")
+        self.blocks = nn.ModuleList(DecoderBlock(d_model, n_heads, d_mlp, dropout) for _ in range(n_layers))
+        self.ln_final = nn.LayerNorm(d_model)
+
+    def forward(
+        self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        self_patterns, cross_patterns = [], []
+        for block in self.blocks:
+            x, sp, cp = block(x, memory, memory_mask)
+            self_patterns.append(sp)
+            cross_patterns.append(cp)
+        return self.ln_final(x), torch.stack(self_patterns, 1), torch.stack(cross_patterns, 1)
+
+
+class Seq2SeqPatterns(NamedTuple):
+    """The attention patterns of one EncoderDecoder forward pass, each (batch, layer, head, query_pos, key_pos)."""
+
+    encoder: torch.Tensor  # (batch, layer, head, src_pos, src_pos)
+    decoder_self: torch.Tensor  # (batch, layer, head, tgt_pos, tgt_pos), causal
+    cross: torch.Tensor  # (batch, layer, head, tgt_pos, src_pos)
+
+
+class EncoderDecoder(nn.Module):
+    """The two stacks of a sequence-to-sequence transformer; embeddings and unembedding are
+    the chapter's, since source and target are usually different vocabularies.
+
+    encode(src, src_mask=None) -> (memory, encoder_patterns): once per input.
+    decode(tgt, memory, memory_mask=None) -> (x, self_patterns, cross_patterns): once per
+        decoding step, against the same memory; self-attention is causal.
+    forward(src, tgt, src_mask=None, memory_mask=None) -> (x (batch, tgt_pos, d_model), Seq2SeqPatterns)
+
+    src_mask is what Encoder takes (one mask or bias, or one per layer); memory_mask hides
+    source positions from cross-attention, e.g. keep[:, None, :] for a (batch, src_pos) keep.
+    """
+
+    def __init__(self, n_encoder_layers: int, n_decoder_layers: int, d_model: int, n_heads: int, d_mlp: int,
+                 dropout: float = 0.0):
+        super().__init__()
+        if n_encoder_layers < 1 or n_decoder_layers < 1:
+            raise ValueError("n_encoder_layers and n_decoder_layers must be at least 1, "
+                             f"got {n_encoder_layers} and {n_decoder_layers}")
+        self.encoder = Encoder(n_encoder_layers, d_model, n_heads, d_mlp, dropout)
+        self.decoder = Decoder(n_decoder_layers, d_model, n_heads, d_mlp, dropout)
+
+    def encode(
+        self, src: torch.Tensor, src_mask: torch.Tensor | Sequence[torch.Tensor | None] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        # (batch, src_pos, d_model), (batch, layer, head, src_pos, src_pos)
+        return self.encoder(src, src_mask)
+
+    def decode(
+        self, tgt: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        # (batch, tgt_pos, d_model), (batch, layer, head, tgt_pos, tgt_pos), (batch, layer, head, tgt_pos, src_pos)
+        return self.decoder(tgt, memory, memory_mask)
+
+    def forward(
+        self,
+        src: torch.Tensor,
+        tgt: torch.Tensor,
+        src_mask: torch.Tensor | Sequence[torch.Tensor | None] | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, Seq2SeqPatterns]:
+        # (batch, src_pos, d_model)
+        memory, enc_patterns = self.encode(src, src_mask)
+        # (batch, tgt_pos, d_model)
+        x, self_patterns, cross_patterns = self.decode(
+            tgt, memory, memory_mask)
+        return x, Seq2SeqPatterns(enc_patterns, self_patterns,
+                                  cross_patterns)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

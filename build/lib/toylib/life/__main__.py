@@ -1,0 +1,2 @@
+from toylib.life.measure import main
+main()

@@ -1,0 +1,184 @@
+"""Judging a trained Life model: games run on its own outputs, grids of any size, all 512
+3x3 neighbourhoods, the chapter's targets and summary, and the command line."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from toylib import cli
+from toylib.life.dataset import neighbourhood_grids, random_grids, unseen_grids
+from toylib.life.net import (
+    ANY_SIZE,
+    MIXERS,
+    POSITIONS,
+    LifeConfig,
+    OffsetAttentionNet,
+    SingleAttentionNet,
+    _size,
+    build_model,
+    exact_fraction,
+    neighbour_attention,
+    predict,
+    train_life,
+)
+from toylib.life.world import check_grids, life_run, life_step
+from toylib.targets import Target, pct
+from toylib.train import History
+
+
+# ----------------------------------------------------------------------------- judging a model
+
+
+def model_run(model: SingleAttentionNet, grids, steps: int) -> np.ndarray:
+    """Roll the model forward on its own outputs: (steps + 1, ...) starting with `grids`."""
+    out = [check_grids(grids, _size(model))]
+    for _ in range(steps):
+        out.append(predict(model, out[-1]))
+    return np.stack(out)
+
+
+def any_size_check(model, grids: int = 1000, size: int = 256, game_size: int = 128, game_steps: int = 100,
+                   seed: int = 4321) -> dict[str, float]:
+    """Judge a model that takes any grid size far from the size it trained on: the share of
+    `grids` random (size, size) grids (densities 0.05 to 0.95) whose next state is exact,
+    and whether one random (game_size, game_size) game run `game_steps` steps on the model's
+    own outputs matches the rule at every step (1.0 or 0.0)."""
+    rng = np.random.default_rng([seed, 7])
+    right = 0
+    for start in range(0, grids, 50):  # 50 grids at a time: a 256x256 batch of 8-number tokens is 100 MB
+        x = random_grids(min(50, grids - start), size, rng)
+        right += int((predict(model, x, batch_size=8) == life_step(x)).reshape(len(x), -1).all(1).sum())
+    game = random_grids(1, game_size, rng, (0.25, 0.45))[0]
+    same = (model_run(model, game, game_steps) == life_run(game, game_steps)).all()
+    return {"exact": right / grids, "game_exact": float(same)}
+
+
+def any_size_targets(result: dict[str, float], train_seconds: float, grids: int = 1000, size: int = 256,
+                     game_size: int = 128, game_steps: int = 100) -> list[Target]:
+    """The targets of a model that takes any size, from `any_size_check` (with the same sizes)."""
+    return [
+        Target(f"exact next state, {grids:,} random {size}x{size} grids", "100 %", pct(result["exact"]),
+               result["exact"] == 1),
+        Target(f"exact {game_size}x{game_size} game, {game_steps} steps on own outputs", "yes",
+               "yes" if result["game_exact"] == 1 else "no", result["game_exact"] == 1),
+        Target("training time (any size)", "< 1 min", f"{train_seconds:.0f} s", train_seconds < 60, machine=True),
+    ]
+
+
+def neighbourhood_accuracy(model: SingleAttentionNet) -> tuple[float, int]:
+    """Judge the model on all 512 3x3 neighbourhoods, each centred on every cell.
+
+    Returns (share of the 512 neighbourhoods right at every cell, number of
+    (neighbourhood, cell) pairs got wrong)."""
+    size = model.config.grid_size
+    grids, gi, r, c = neighbourhood_grids(size)
+    right = predict(model, grids)[gi, r, c] == life_step(grids)[gi, r, c]
+    # read each pair's neighbourhood back from the grid itself, as a code 0..511
+    block = np.stack([grids[gi, (r + dr) % size, (c + dc) % size] for dr in (-1, 0, 1) for dc in (-1, 0, 1)], 1)
+    code = (block * (1 << np.arange(9))).sum(1)
+    all_right = np.ones(512, bool)
+    np.logical_and.at(all_right, code, right)
+    return float(all_right.mean()), int((~right).sum())
+
+
+# ----------------------------------------------------------------------------- the chapter's targets
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What `summarise` measured of a trained model, on data it never trained on."""
+
+    test_exact: float  # share of held-out random grids whose next state is exactly right
+    test_grids: int
+    dropped_as_seen: int  # random test draws left out because training had seen them
+    games_exact: float  # share of model-run games that match the true game at every step
+    games: int
+    game_steps: int
+    neighbourhoods_right: float  # share of the 512 3x3 neighbourhoods right at every cell
+    neighbourhood_errors: int  # (neighbourhood, cell) pairs got wrong, out of 512 * cells
+    neighbour_attention: float  # mean share of each cell's attention on its 8 neighbours
+
+    def targets(self, train_seconds: float, grid_size: int, time_limit: float = 180.0) -> list[Target]:
+        """The chapter's summary: the targets and what was measured."""
+        return [
+            Target(f"exact next state, {self.test_grids:,} unseen grids", "100 %", pct(self.test_exact),
+                   self.test_exact == 1),
+            Target(f"exact games, {self.games} x {self.game_steps} steps on own outputs", "100 %",
+                   pct(self.games_exact), self.games_exact == 1),
+            Target("3x3 neighbourhoods right at every cell (of 512)", "100 %", pct(self.neighbourhoods_right),
+                   self.neighbourhoods_right == 1),
+            Target("attention on the 8 neighbours (mean)", ">= 99 %", f"{100 * self.neighbour_attention:.1f} %",
+                   bool(self.neighbour_attention >= 0.99)),
+            Target("grid size", "16x16 (post)", f"{grid_size}x{grid_size}", True if grid_size == 16 else None),
+            Target("training time", f"<= {time_limit / 60:.0f} min", f"{train_seconds:.0f} s",
+                   train_seconds <= time_limit, machine=True),
+        ]
+
+
+def summarise(
+    model: SingleAttentionNet, seen: set[bytes], test_grids: int = 10_000, games: int = 100, game_steps: int = 100, seed: int = 1234
+) -> Summary:
+    """Measure a trained model against the chapter's targets, on random grids (densities
+    0.05 to 0.95) from `seed`'s own stream, leaving out every grid in `seen` (the hashes of
+    the training grids, from `train_life`)."""
+    size = model.config.grid_size
+    rng = np.random.default_rng([seed, 2])
+    x, dropped = unseen_grids(test_grids, size, rng, seen)
+    starts, dropped_starts = unseen_grids(games, size, rng, seen)
+    truth = life_run(starts, game_steps)  # (steps + 1, games, size, size)
+    ours = model_run(model, starts, game_steps)
+    games_exact = float((ours == truth).reshape(game_steps + 1, games, -1).all(axis=(0, 2)).mean())
+    right, errors = neighbourhood_accuracy(model)
+    return Summary(
+        test_exact=exact_fraction(predict(model, x), life_step(x)),
+        test_grids=test_grids,
+        dropped_as_seen=dropped + dropped_starts,
+        games_exact=games_exact,
+        games=games,
+        game_steps=game_steps,
+        neighbourhoods_right=right,
+        neighbourhood_errors=errors,
+        neighbour_attention=(neighbour_attention(model, x[:1000]) if model.config.mixer in ("attention", "offset")
+                             else float("nan")),
+    )
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def _train(config: LifeConfig, device, progress: bool, args) -> tuple[SingleAttentionNet, History, dict]:
+    model, history, seen = train_life(config, device=device, progress=progress)
+    return model, history, {"seen": seen}
+
+
+def _measure(model: SingleAttentionNet | OffsetAttentionNet, config: LifeConfig, seconds: float, info: dict, args) -> list[Target]:
+    if "seen" not in info:
+        print("(a loaded model does not carry its training grids: the test grids are not checked against them)")
+    targets = summarise(model, info.get("seen", set())).targets(seconds, config.grid_size)
+    if isinstance(model, OffsetAttentionNet):  # and the sizes it never saw
+        targets += any_size_targets(any_size_check(model), seconds)
+    return targets
+
+
+CHAPTER = cli.Chapter(
+    "life", "Train a transformer on Conway's Game of Life, and measure it against the chapter's targets.",
+    LifeConfig, build_model, _train, _measure,
+    options=(
+        cli.Option("--size", "grid_size", "grid size"),
+        cli.Option("--steps", "steps", "most training steps"),
+        cli.Option("--d-model", "d_model", "token width"),
+        cli.Option("--mixer", "mixer", "attention, a fixed 3x3 average, or attention by offset (any size)",
+                   choices=MIXERS),
+        cli.Option("--lr", "lr", "peak learning rate"),
+        cli.Option("--batch-size", "batch_size", "grids per batch"),
+        cli.Option("--positions", "positions", "a vector per row and one per column, or one per cell (the post's)",
+                   choices=POSITIONS),
+        cli.Option("--mask-self", "mask_self", "forbid a cell to attend to itself (--no-mask-self: as in the post)"),
+    ),
+    # --mixer offset starts from ANY_SIZE's settings (8x8 training), which the other options change
+    base_config=lambda args: ANY_SIZE if args.mixer == "offset" else LifeConfig(),
+)
+
+main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script

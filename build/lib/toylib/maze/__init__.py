@@ -1,0 +1,36 @@
+"""Mazes of tiles: the world, its shortest paths, and the data a transformer learns to solve them from.
+
+Retells M. Mozafari, "A Mazing Transformer" (2023): a maze is an image of R x C tiles, each
+a 5x5 square of pixels with 0 to 4 arms from its centre, and a transformer reads the image
+and writes the moves from the start tile to the end tile: START, then UP, RIGHT, DOWN or
+LEFT one tile at a time, then STOP. The chapter is book/maze.ipynb.
+
+Ground truth is breadth-first search (`toylib.search.bfs`) over `MazeState`. The generator
+follows the post: a random self-avoiding walk, a grid of random tiles laid over it, and the
+walk replaced by a shortest path when the random tiles opened a shorter way. Unlike the
+original, the train, validation and test mazes are deduplicated, so no maze is in two splits.
+
+Two models read the pixels and write the moves: `PostMazeNet`, the post's encoder-decoder fed
+raw numbers, and `MazeNet`, the chapter's, which holds nothing tied to a maze's size (its
+encoder runs one layer along the corridors as many times as the maze needs), so that a model
+trained on 5x5 mazes can be asked to solve bigger ones. Both are solved greedily with every
+move checked against the maze (`solve`, `score`).
+
+The chapter's map, one room per file, in the reader's order (a notebook imports the rooms:
+`from toylib.maze import world, dataset, net, measure`):
+
+- `world.py`: tiles and pixels (`to_pixels`, `from_pixels`), moves (`exits`, `open_path`), the
+  ground truth (`MazeState`, `shortest_path`, `check_solution`), the post's generator
+  (`random_maze`) and `draw_maze`.
+- `dataset.py`: maze keys, `MazeSet`, the splits (`make_splits`) and the mazes beyond them
+  (`make_mazes`); the tensor views the models read (`tile_view`, `connections`, `walk_tiles`,
+  `invalid_last_move`, `solution_tensor`, ...).
+- `net.py`: `MazeConfig`, what every maze model does (`Memory`, `MazeModel`), the chapter's
+  `MazeNet`, `build_model`, the loss (`maze_loss`) and `train_maze`.
+- `post.py`: the post's model, `PostMazeNet`, and its recipe, `POST_CONFIG`.
+- `measure.py`: solving (`solve`), `token_accuracy`, `Scores` and `score`, `length_table`, the
+  chapter's targets (`beyond_sets`, `maze_targets`) and the command line (`python -m toylib.maze`).
+- `look.py`: where the decoder's heads look (`where_heads_look`), ablating them
+  (`without_cross_heads`), the frames of a model solving a maze (`solve_frames`), and a maze to
+  edit (`maze_widget`).
+"""

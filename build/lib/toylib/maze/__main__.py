@@ -1,0 +1,2 @@
+from toylib.maze.measure import main
+main()

@@ -1,0 +1,167 @@
+"""The maze data: keys to find a maze twice, `MazeSet`, the deduplicated splits and the mazes
+beyond them, and the tensor views the models read (tiles, connections, walks, solutions)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from toylib.maze.world import (CENTRE, DOWN, LEFT, MOVE_NAMES, RIGHT, START, START_MARK, STEP, TILE, UP, Sample,
+                               _check_lengths, check_pixels, exits, grid_shape, random_maze)
+
+
+# ----------------------------------------------------------------------------- data sets
+
+
+def maze_key(maze) -> bytes:
+    """A short hash of a maze's pixels and shape, to find the same maze in two data sets."""
+    return _key(check_pixels(maze))
+
+
+def _key(p: np.ndarray) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.asarray(p.shape, np.int64).tobytes())  # so that 5x10 and 10x5 pixels never share a key
+    h.update(np.ascontiguousarray(p, np.uint8).tobytes())
+    return h.digest()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MazeSet:
+    """Distinct mazes of one size and their solutions."""
+
+    mazes: np.ndarray  # (n, R*TILE, C*TILE) uint8 pixels
+    solutions: tuple[tuple[int, ...], ...]  # for each maze: START, moves..., STOP
+
+    def __len__(self) -> int:
+        return len(self.solutions)
+
+    def __getitem__(self, i: int) -> Sample:
+        return Sample(self.mazes[i], list(self.solutions[i]))
+
+    def keys(self) -> set[bytes]:
+        """`maze_key` of every maze, to keep other data sets apart from this one."""
+        return {_key(m) for m in self.mazes}
+
+
+def _fill(n: int, rng: np.random.Generator, seen: set[bytes], size, path_lengths, p_arm, min_moves: int) -> MazeSet:
+    """`n` fresh mazes from `rng`, none already in `seen` (which gains their keys), each with a
+    solution of at least `min_moves` moves. Raises RuntimeError when too few turn up."""
+    if n < 0:
+        raise ValueError(f"the number of mazes must be >= 0, got {n}")
+    mazes, solutions, draws = [], [], 0
+    max_draws = 100 * n + 1_000
+    while len(mazes) < n:
+        if draws == max_draws:
+            raise RuntimeError(f"found only {len(mazes)} of {n} new mazes in {draws} draws: there are too few "
+                               f"distinct mazes of size {size} with p_arm={p_arm}, or min_moves={min_moves} is rare")
+        draws += 1
+        maze, solution = random_maze(rng, size, path_lengths, p_arm)
+        key = _key(maze)
+        if len(solution) - 2 < min_moves or key in seen:
+            continue
+        seen.add(key)
+        mazes.append(maze)
+        solutions.append(tuple(solution))
+    shape = grid_shape(size)
+    return MazeSet(np.array(mazes, np.uint8).reshape(n, shape[0] * TILE, shape[1] * TILE), tuple(solutions))
+
+
+def make_splits(
+    n_train: int = 10_000, n_val: int = 1_000, n_test: int = 1_000, size: int | tuple[int, int] = 5, seed: int = 0,
+    path_lengths: tuple[int, int] = (2, 18), p_arm: float = 0.65,
+) -> dict[str, MazeSet]:
+    """Train, validation and test mazes from one seeded generator, with no maze twice in a split
+    or in two splits. The test set is drawn first and the validation set next, so they stay the
+    same when only `n_train` changes."""
+    rng, seen = np.random.default_rng(seed), set()
+    test = _fill(n_test, rng, seen, size, path_lengths, p_arm, min_moves=1)
+    val = _fill(n_val, rng, seen, size, path_lengths, p_arm, min_moves=1)
+    train = _fill(n_train, rng, seen, size, path_lengths, p_arm, min_moves=1)
+    return {"train": train, "val": val, "test": test}
+
+
+def make_mazes(
+    n: int, size: int | tuple[int, int] = 5, seed: int = 0, path_lengths: tuple[int, int] = (2, 18),
+    p_arm: float = 0.65, min_moves: int = 1, exclude: set[bytes] | frozenset[bytes] = frozenset(),
+) -> MazeSet:
+    """`n` distinct mazes for a test beyond the splits: another size (6x6, 8x8), or longer
+    walks (`path_lengths=(19, 30)`). Random tiles often open a shortcut past a long walk, so
+    `min_moves` keeps only mazes whose solution has at least that many moves: at 8x8 with walks
+    of 19 to 40 moves about 1 maze in 25 keeps 19 or more, at 5x5 almost none (and the draw
+    gives up with a RuntimeError). Mazes whose key is in `exclude` (say
+    `splits["train"].keys()`) are skipped."""
+    lo, hi = _check_lengths(path_lengths)
+    if not 1 <= min_moves <= hi:
+        raise ValueError(f"min_moves must be within 1..{hi} (the longest walk), got {min_moves}")
+    return _fill(n, np.random.default_rng(seed), set(exclude), size, path_lengths, p_arm, min_moves)
+
+
+# ----------------------------------------------------------------------------- the model reads the pixels
+
+PAD = -1  # a padded target: no move at all, left out of the loss and of every accuracy
+N_MOVES = len(MOVE_NAMES)
+# The pixel at the outer end of each arm, in DIRECTIONS order: open when the arm is (the two
+# pixels of an arm are equal in every maze `from_pixels` accepts).
+ARM_ENDS = ((0, CENTRE), (CENTRE, TILE - 1), (TILE - 1, CENTRE), (CENTRE, 0))
+# (rows, columns) each move id goes, STOP and START staying put
+_MOVE_STEPS = torch.tensor([(0, 0), STEP[UP], STEP[RIGHT], STEP[DOWN], STEP[LEFT], (0, 0)])
+
+
+def tile_view(pixels: torch.Tensor) -> torch.Tensor:
+    """Pixels (batch, R*TILE, C*TILE) -> tiles (batch, R, C, TILE, TILE)."""
+    b, h, w = pixels.shape
+    if h % TILE or w % TILE:
+        raise ValueError(f"mazes are (batch, rows*{TILE}, columns*{TILE}) pixels, got shape {tuple(pixels.shape)}")
+    return pixels.view(b, h // TILE, TILE, w // TILE, TILE).transpose(2, 3)
+
+
+def connections(pixels: torch.Tensor) -> torch.Tensor:
+    """`exits` for a batch of mazes, read from their pixels: (batch, R, C, 4) bool, whether
+    each move in DIRECTIONS can be made from each tile."""
+    tiles = tile_view(pixels)
+    return exits(torch.stack([tiles[..., i, j] > 0 for i, j in ARM_ENDS], -1))  # arms (batch, R, C, 4)
+
+
+def tile_grid(shape: tuple[int, int], device: torch.device | str | None = None) -> torch.Tensor:
+    """(R*C, 2) long: the (row, column) of every tile, row by row (the order of the tokens)."""
+    rows, cols = torch.meshgrid(torch.arange(shape[0], device=device), torch.arange(shape[1], device=device),
+                                indexing="ij")
+    return torch.stack((rows, cols), -1).view(-1, 2)
+
+
+def start_tiles(pixels: torch.Tensor) -> torch.Tensor:
+    """(batch, 2) long: the (row, column) of each maze's start tile."""
+    flat = (pixels == START_MARK).flatten(1).float().argmax(1)  # (batch,) index of the start pixel
+    return torch.stack([flat // pixels.shape[2] // TILE, flat % pixels.shape[2] // TILE], 1)
+
+
+def walk_tiles(moves: torch.Tensor, start: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    """(batch, T, 2) long: the tile the walker stands on after each token of `moves`
+    (batch, T), from `start` (batch, 2). STOP, START and padding stay put; a move off the
+    grid is held at its edge (decoding stops at such a move anyway)."""
+    steps = _MOVE_STEPS.to(moves.device)[moves.clamp(min=0)]  # (batch, T, 2)
+    tiles = start[:, None] + steps.cumsum(1)  # (batch, T, 2)
+    return torch.minimum(tiles.clamp(min=0), torch.tensor(shape, device=moves.device) - 1)
+
+
+def invalid_last_move(moves: torch.Tensor, start: torch.Tensor, exits_: torch.Tensor) -> torch.Tensor:
+    """(batch,) bool: whether the last token of each row of `moves` (batch, T >= 2) is a move
+    the maze does not allow from the tile before it: into a wall, off the grid, or a second
+    START. (STOP is always allowed: whether it stops at the end is for `check_solution`.)"""
+    r, c = walk_tiles(moves[:, :-1], start, exits_.shape[1:3])[:, -1].unbind(-1)  # (batch,), (batch,)
+    last = moves[:, -1]
+    rows = torch.arange(len(moves), device=moves.device)
+    through = exits_[rows, r, c, (last - 1).clamp(0, 3)]  # (batch,) the arm the move would take
+    return (last == START) | ((last >= UP) & (last <= LEFT) & ~through)
+
+
+def solution_tensor(solutions: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Solutions (START, moves..., STOP) of different lengths -> (n, longest) long, padded with PAD."""
+    out = torch.full((len(solutions), max(map(len, solutions))), PAD, dtype=torch.long)
+    for i, s in enumerate(solutions):
+        out[i, : len(s)] = torch.tensor(s)
+    return out

@@ -1,0 +1,205 @@
+"""Inside a maze model: where the decoder's cross-attention heads look, the model without
+some of them, the frames of it solving a maze, and a maze to edit that it solves as you go."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from toylib.attention import DecoderBlock
+from toylib.infer import infer
+from toylib.maze.dataset import PAD, MazeSet, solution_tensor, start_tiles, walk_tiles
+from toylib.maze.measure import _Run, solve
+from toylib.maze.net import MazeModel
+from toylib.maze.world import (CENTRE, MOVE_NAMES, STOP, TILE, Layout, MazeState, _walk, check_pixels,
+                               check_solution, exits, from_pixels, random_maze, to_pixels)
+
+
+# ----------------------------------------------------------------------------- look inside
+
+PLACES = ("the walker's tile", "the next tile", "beside the next tile", "elsewhere")
+
+
+def _strongest_tiles(model: MazeModel, pixels: torch.Tensor, moves: torch.Tensor) -> torch.Tensor:
+    """(batch, head, T): the tile each head of the last decoder layer attends to most, at each step."""
+    _, _, cross = model.decode(moves, model.encode(pixels, keep=False))  # cross (batch, layer, head, T, tiles)
+    return cross[:, -1].argmax(-1)
+
+
+def where_heads_look(model: MazeModel, mazes: MazeSet, batch_size: int = 250) -> dict:
+    """Teacher-forced along each stored solution: at every step that chooses a move (not the
+    final STOP), where each cross-attention head of the last decoder layer puts its largest
+    weight, as shares of steps over PLACES ("beside": a neighbour of the next tile other than
+    the walker's own). Returns {"places": (head, 4) array, "near_next": (head,) share on the
+    next tile or a neighbour of it (the walker's tile included), "any_head": the share of steps
+    where at least one head does, "steps": how many steps were counted}."""
+    tokens = solution_tensor(mazes.solutions)  # (n, T + 1)
+    inputs = tokens[:, :-1].clamp(min=0)  # (n, T): START and the moves, padding read as STOP
+    strongest = infer(_Run(model, _strongest_tiles), mazes.mazes, inputs, batch_size=batch_size)  # (n, head, T)
+    rows, cols = (s // TILE for s in mazes.mazes.shape[1:])
+    start = start_tiles(torch.from_numpy(mazes.mazes))  # (n, 2)
+    here = walk_tiles(inputs, start, (rows, cols))  # (n, T, 2): where the walker stands after each token
+    nxt = torch.roll(here, -1, dims=1)  # (n, T, 2): where the next move takes it
+    moves = (tokens[:, 1:] != PAD) & (tokens[:, 1:] != STOP)  # (n, T): steps whose answer is a move
+    looked = torch.stack((strongest // cols, strongest % cols), -1)  # (n, head, T, 2)
+    dist_here = (looked - here[:, None]).abs().sum(-1)  # (n, head, T)
+    dist_next = (looked - nxt[:, None]).abs().sum(-1)
+    place = torch.full_like(dist_here, 3)
+    place[dist_next == 1] = 2
+    place[dist_next == 0] = 1
+    place[dist_here == 0] = 0
+    chosen = place.transpose(1, 2)[moves]  # (steps, head)
+    shares = np.stack([(chosen == k).float().mean(0).numpy() for k in range(len(PLACES))], 1)  # (head, 4)
+    near = chosen <= 2  # on the next tile or beside it; the walker's tile is beside it
+    return {"places": shares, "near_next": near.float().mean(0).numpy(),
+            "any_head": float(near.any(1).float().mean()), "steps": len(chosen)}
+
+
+def without_cross_heads(model: MazeModel, heads: Sequence[int]) -> MazeModel:
+    """A copy of `model` whose decoder cross-attention heads `heads` add nothing: their slice
+    of the output projection is zeroed, in every decoder layer. An ablation."""
+    n = model.config.n_heads
+    heads = [int(h) for h in heads]
+    if not heads or any(not 0 <= h < n for h in heads):
+        raise ValueError(f"heads must be a non-empty list of heads in 0..{n - 1}, got {heads}")
+    ablated = copy.deepcopy(model)
+    d_head = model.config.d_model // n
+    with torch.no_grad():
+        for m in ablated.modules():
+            if isinstance(m, DecoderBlock):
+                for h in heads:
+                    m.cross_attn.W_O.weight[:, h * d_head : (h + 1) * d_head] = 0
+    return ablated
+
+
+def solve_frames(model: MazeModel, maze) -> tuple[np.ndarray, list[str]]:
+    """Frames for `toylib.plot.animate` of the model solving one maze greedily: per step, the
+    maze with the walk so far (the walker's tile bright), then one panel per cross-attention
+    head of the last decoder layer, its weight on each tile drawn over the maze's corridors.
+    Returns (frames (steps, 1 + heads, H, W) in [0, 1], titles)."""
+    pixels = check_pixels(maze)
+    from_pixels(pixels)  # a maze, or a clear error
+    moves = solve(model, pixels)  # START, ..., STOP or an invalid move
+    tokens = torch.tensor([moves[:-1]])  # (1, T): the prefixes that chose each move
+    x = torch.from_numpy(pixels[None])
+    _, patterns = infer(model, x, tokens)
+    cross = patterns.cross[0, -1].numpy()  # (head, T, tiles)
+    rows, cols = (s // TILE for s in pixels.shape)
+    open_ = (pixels > 0).astype(float)
+    block = np.ones((TILE, TILE))
+    tiles = _walk(MazeState.start_of(pixels), moves)[0]
+    frames, titles = [], []
+    for t, move in enumerate(moves[1:]):
+        board = 0.3 * open_
+        for r, c in tiles[: t + 1]:
+            board[r * TILE + CENTRE, c * TILE + CENTRE] = 0.7
+        r, c = tiles[min(t, len(tiles) - 1)]
+        board[r * TILE : (r + 1) * TILE, c * TILE : (c + 1) * TILE] += 0.3 * open_[r * TILE : (r + 1) * TILE,
+                                                                                   c * TILE : (c + 1) * TILE]
+        heads = [0.15 * open_ + 0.85 * np.kron(a[t].reshape(rows, cols), block) for a in cross]
+        frames.append(np.stack([np.clip(board, 0, 1), *heads]))
+        titles.append(f"step {t + 1}: on tile {(r, c)}, the model says {MOVE_NAMES[move]}")
+    return np.stack(frames), titles
+
+
+# ----------------------------------------------------------------------------- a maze to edit
+
+# What a cell of the editing board holds: a tile cell (even row and column) or the passage
+# between two tiles (one odd coordinate); the model's path is drawn over both.
+WALL, FLOOR, START_CELL, END_CELL, PATH, CORNER = range(6)
+_CELL_STYLE = {WALL: ("", "#23262f"), FLOOR: ("", "#f2eee3"), START_CELL: ("S", "#17becf"),
+               END_CELL: ("E", "#d62728"), PATH: ("", "#ff7f0e"), CORNER: ("", "#23262f")}
+
+
+def edit_cells(layout: Layout) -> np.ndarray:
+    """(2R - 1, 2C - 1) cells for the editing board: tiles at even (row, column), each FLOOR
+    when it has an open arm (WALL when it has none), START_CELL or END_CELL; between two
+    tiles, FLOOR when they connect; CORNER where four tiles meet."""
+    rows, cols = layout.arms.shape[:2]
+    cells = np.full((2 * rows - 1, 2 * cols - 1), CORNER)
+    ex = exits(layout.arms)
+    cells[::2, ::2] = np.where(layout.arms.any(-1), FLOOR, WALL)
+    cells[1::2, ::2] = np.where(ex[1:, :, 0], FLOOR, WALL)  # between (r, c) and (r + 1, c)
+    cells[::2, 1::2] = np.where(ex[:, 1:, 3], FLOOR, WALL)  # between (r, c) and (r, c + 1)
+    cells[2 * layout.start[0], 2 * layout.start[1]] = START_CELL
+    cells[2 * layout.end[0], 2 * layout.end[1]] = END_CELL
+    return cells
+
+
+def from_edit_cells(cells: np.ndarray) -> Layout:
+    """The maze an editing board shows: an arm is open where its passage is (arms pointing
+    off the grid stay shut), so two tiles connect exactly where the board says."""
+    cells = np.asarray(cells)
+    if cells.ndim != 2 or cells.shape[0] % 2 == 0 or cells.shape[1] % 2 == 0:
+        raise ValueError(f"an editing board is (2R - 1, 2C - 1) cells, got shape {cells.shape}")
+    rows, cols = (cells.shape[0] + 1) // 2, (cells.shape[1] + 1) // 2
+    down = cells[1::2, ::2] != WALL  # (R - 1, C): passages between (r, c) and (r + 1, c)
+    right = cells[::2, 1::2] != WALL  # (R, C - 1)
+    arms = np.zeros((rows, cols, 4), bool)
+    arms[1:, :, 0] = arms[:-1, :, 2] = down
+    arms[:, :-1, 1] = arms[:, 1:, 3] = right
+    marks = {what: [tuple(int(x) // 2 for x in ij) for ij in np.argwhere(cells == v)]
+             for what, v in (("start", START_CELL), ("end", END_CELL))}
+    for what, where in marks.items():
+        if len(where) != 1:
+            raise ValueError(f"an editing board has exactly one {what}, found {len(where)}")
+    return Layout(arms, marks["start"][0], marks["end"][0])
+
+
+def maze_widget(model: MazeModel, maze=None, seed: int = 0):
+    """A maze to edit, solved by the model after every change. Click a passage between two
+    tiles to open or shut it; choose "move the start" or "move the end" and click a tile.
+    The model's path is drawn in orange, and the line below says whether it is a shortest
+    path (by BFS). Needs a running kernel (Jupyter, Colab)."""
+    import ipywidgets as w
+
+    from toylib.widgets import BoardGrid
+
+    rng = np.random.default_rng(seed)
+    layout = from_pixels(maze if maze is not None else random_maze(rng).maze)
+    board = BoardGrid(edit_cells(layout), style=lambda v: _CELL_STYLE[v], cell_px=26)
+    mode = w.ToggleButtons(options=["open or shut a passage", "move the start", "move the end"])
+    new = w.Button(description="another maze")
+    status = w.HTML()
+    state = {"layout": layout}
+
+    def show():
+        lay = state["layout"]
+        cells, pixels = edit_cells(lay), to_pixels(*lay)
+        check = check_solution(pixels, solve(model, pixels))
+        for (r0, c0), (r1, c1) in zip(check.tiles, check.tiles[1:]):
+            cells[r0 + r1, c0 + c1] = PATH  # the passage between two tiles of the walk
+            if (r1, c1) != lay.end:
+                cells[2 * r1, 2 * c1] = PATH
+        board.set(cells)
+        board.enable(cells != CORNER)
+        best = "no path at all" if check.shortest is None else f"a shortest path has {check.shortest} moves"
+        verdict = "solved by a shortest path" if check.optimal else "solved" if check.solved else "not solved"
+        status.value = f"the model: {verdict} in {check.length} moves; {best}"
+
+    def clicked(r, c):
+        cells = edit_cells(state["layout"])
+        if mode.value == "open or shut a passage":
+            if r % 2 == c % 2:
+                return  # a tile or a corner: nothing to open
+            cells[r, c] = WALL if cells[r, c] == FLOOR else FLOOR
+        elif r % 2 == 0 and c % 2 == 0 and cells[r, c] not in (START_CELL, END_CELL):
+            mark = START_CELL if mode.value == "move the start" else END_CELL
+            cells[cells == mark] = FLOOR
+            cells[r, c] = mark
+        else:
+            return
+        state["layout"] = from_edit_cells(cells)
+        show()
+
+    def another(_):
+        state["layout"] = from_pixels(random_maze(rng).maze)
+        show()
+
+    board.on_click = clicked
+    new.on_click(another)
+    show()
+    return w.VBox([w.HBox([mode, new]), board.widget, status])

@@ -1,0 +1,279 @@
+"""The maze models: the config, what every maze model does (`MazeModel`), the chapter's looped
+`MazeNet`, the loss and `train_maze`. The post's model is in `post.py`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from toylib.attention import Decoder, EncoderBlock, Seq2SeqPatterns
+from toylib.device import pick_device, seed_everything
+from toylib.maze.dataset import (N_MOVES, PAD, MazeSet, connections, make_splits, solution_tensor, start_tiles,
+                                 tile_grid, tile_view, walk_tiles)
+from toylib.maze.world import DIRECTIONS, STEP, TILE
+from toylib.train import History, TrainOptions, fit, minibatches, stop_when
+
+
+# ----------------------------------------------------------------------------- config
+
+
+MODELS = ("looped", "post")
+
+
+@dataclasses.dataclass(frozen=True)
+class MazeConfig:
+    """A maze model and how to train it. The defaults reach the chapter's targets."""
+
+    model: str = "looped"  # "looped": the chapter's MazeNet; "post": PostMazeNet, the post's model
+    d_model: int = 32  # width of every token
+    n_heads: int = 4  # looped: head h reads along DIRECTIONS[h % 4] (see MazeNet)
+    d_mlp: int = 64  # width of the feed-forward layers
+    n_encoder_layers: int = 4  # post only: the looped encoder runs one layer as often as the maze needs
+    n_decoder_layers: int = 1
+    radius: int = 2  # looped: cross-attention learns a bias per offset up to this many tiles away
+    pad_as_stop: bool = False  # train padding as STOP, as the post does (False: padding is left out)
+    embed: bool = False  # post only: the same inputs through learned embeddings, not as raw numbers
+    steps: int = 1100  # at most this many batches (cosine decay over them); training stops sooner at `stop_at`
+    batch_size: int = 64
+    lr: float = 6e-3  # peak learning rate (AdamW)
+    # clip the gradient norm: at 3e-3 unclipped seed 2 of 10 started too slowly, at 6e-3 unclipped seed 5 ran off
+    grad_clip: float | None = 1.0
+    weight_decay: float = 0.0
+    warmup: int = 100  # steps of linear warm-up
+    schedule: str = "cosine"  # "constant" or "cosine" after the warm-up
+    eval_every: int = 200  # steps between validations (greedy solving of the validation mazes)
+    stop_at: float | None = 0.998  # stop once this share of the validation mazes is solved by a shortest path
+    n_train: int = 10_000  # training mazes (the post's 10,000)
+    data_seed: int = 0  # which mazes: `make_splits(seed=data_seed)`
+    seed: int = 0  # initial weights, batch order and encoder iterations
+
+    def __post_init__(self):
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
+        if self.d_model < 1 or self.n_heads < 1 or self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be a positive multiple of n_heads ({self.n_heads})")
+        if self.embed and self.model != "post":
+            raise ValueError("embed chooses how the post's model reads its inputs; the looped model always embeds them")
+        if self.model == "post" and not self.embed and self.d_model < TILE * TILE + 2:
+            raise ValueError(f"the post's model writes a tile's {TILE * TILE} pixels, its row and its column into "
+                             f"the token itself, so d_model must be at least {TILE * TILE + 2}, got {self.d_model}")
+        if self.n_encoder_layers < 1 or self.n_decoder_layers < 1 or self.d_mlp < 1:
+            raise ValueError("n_encoder_layers, n_decoder_layers and d_mlp must be at least 1")
+        if self.radius < 1:
+            raise ValueError(f"radius must be at least 1 (the current tile and its neighbours), got {self.radius}")
+        if self.batch_size < 1 or self.n_train < 1:
+            raise ValueError(f"batch_size and n_train must be positive, got {self.batch_size}, {self.n_train}")
+
+    def train_options(self) -> TrainOptions:
+        # out of steps, keep the best validated weights (see train_maze)
+        return TrainOptions(steps=self.steps, lr=self.lr, weight_decay=self.weight_decay, schedule=self.schedule,
+                            grad_clip=self.grad_clip, warmup=self.warmup, eval_every=self.eval_every, monitor="val_shortfall",
+                            restore_best=True)
+
+
+# ----------------------------------------------------------------------------- the models
+
+
+class Memory(NamedTuple):
+    """What an encoder made of a batch of mazes: the decoder reads it at every step."""
+
+    states: torch.Tensor  # (batch, tiles, d_model): one per tile, row by row
+    patterns: torch.Tensor | None  # (batch, layer, head, tiles, tiles): the encoder's attention; None if not kept
+    start: torch.Tensor  # (batch, 2) long: the start tile
+    shape: tuple[int, int]  # (R, C): the maze's size in tiles
+
+
+class MazeModel(nn.Module):
+    """What every maze model does: encode a batch of mazes once, then decode any number of
+    times against that memory (once per step when solving).
+
+    forward(pixels (batch, R*TILE, C*TILE), moves (batch, T)) ->
+        (logits (batch, T, N_MOVES): the move after each token, Seq2SeqPatterns)
+    """
+
+    config: MazeConfig
+
+    def encode(self, pixels: torch.Tensor, iterations: int | None = None, keep: bool = True) -> Memory:
+        raise NotImplementedError
+
+    def decode(self, moves: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def forward(self, pixels: torch.Tensor, moves: torch.Tensor,
+                iterations: int | None = None) -> tuple[torch.Tensor, Seq2SeqPatterns]:
+        memory = self.encode(pixels, iterations)
+        logits, self_patterns, cross_patterns = self.decode(moves, memory)  # (batch, T, N_MOVES), ...
+        return logits, Seq2SeqPatterns(memory.patterns, self_patterns, cross_patterns)
+
+
+class MazeNet(MazeModel):
+    """The chapter's model, the same for a maze of any size: it holds nothing per row,
+    column or step.
+
+    Encoder: a token per tile, from its pixels (one-hot), and one EncoderBlock run
+    `iterations` times (by default once per tile, more than any shortest path is long). Head
+    h may attend to the tile itself and to its neighbour along DIRECTIONS[h % 4], when the
+    two tiles connect: the maze's corridors are the attention mask. Each iteration moves
+    information one tile along the corridors, so a tile can learn which way the end lies
+    from neighbours that already know: a breadth-first search from the end, one ring of
+    tiles per iteration. Patterns are (batch, iteration, head, tile, tile).
+
+    Decoder: a token per move so far, the move alone; where the walker stands enters only
+    through cross-attention, whose score to each tile gets a learned bias (per head) for the
+    offset from the walker's tile, offsets past `radius` sharing the bias at the edge.
+    """
+
+    def __init__(self, config: MazeConfig = MazeConfig()):
+        super().__init__()
+        self.config = c = config
+        self.tile_embed = nn.Linear(TILE * TILE * 4, c.d_model)  # a tile's pixels, one-hot
+        self.step = EncoderBlock(c.d_model, c.n_heads, c.d_mlp)  # the encoder's one layer, looped
+        self.look = nn.Parameter(torch.zeros(c.n_heads, 2))  # bias of each head on (the tile, its neighbour)
+        self.ln_memory = nn.LayerNorm(c.d_model)
+        self.move_embed = nn.Embedding(N_MOVES, c.d_model)
+        self.decoder = Decoder(c.n_decoder_layers, c.d_model, c.n_heads, c.d_mlp)
+        width = 2 * c.radius + 1
+        # a bias per head and offset (rows, columns) from the walker's tile. At first every head reads mostly
+        # the walker's own tile (e^3 = 20 times any other), where the encoder writes which way to go: from
+        # zero, finding that tile took the decoder hundreds of steps
+        offset_bias = torch.zeros(c.n_heads, width, width)
+        offset_bias[:, c.radius, c.radius] = 3.0
+        self.offset_bias = nn.Parameter(offset_bias)
+        self.unembed = nn.Linear(c.d_model, N_MOVES)
+
+    def encoder_bias(self, exits_: torch.Tensor) -> torch.Tensor:
+        """(batch, head, tiles, tiles): the attention bias of every iteration, -inf where a
+        head may not look. exits_ (batch, R, C, 4) from `connections`."""
+        b, rows, cols, _ = exits_.shape
+        n = rows * cols
+        tiles = torch.arange(n, device=exits_.device)
+        # (4, n, n): key j is query i's neighbour along DIRECTIONS[k]; off the grid exits_ is False anyway
+        step = torch.tensor([STEP[m][0] * cols + STEP[m][1] for m in DIRECTIONS], device=exits_.device)
+        neighbour = F.one_hot((tiles + step[:, None]).clamp(0, n - 1), n).bool()
+        along = exits_.view(b, n, 4).transpose(1, 2)[..., None] & neighbour  # (batch, 4, n, n)
+        along = along[:, torch.arange(self.config.n_heads, device=exits_.device) % 4]  # (batch, head, n, n)
+        itself = torch.eye(n, dtype=torch.bool, device=exits_.device)
+        look = self.look[None, :, None, None]  # (1, head, 1, 1, 2)
+        return torch.where(itself, look[..., 0], torch.where(along, look[..., 1], -math.inf))
+
+    def encode(self, pixels: torch.Tensor, iterations: int | None = None,
+               keep: bool = True) -> Memory:
+        tiles = tile_view(pixels)  # (batch, R, C, TILE, TILE)
+        b, rows, cols = tiles.shape[:3]
+        one_hot = F.one_hot(tiles.long(), 4).flatten(3).float()
+        tile = self.tile_embed(one_hot).flatten(1, 2)  # (batch, tiles, d)
+        # (batch, head, tiles, tiles): where each head may look, and its bias
+        bias = self.encoder_bias(connections(pixels))
+        x, patterns = torch.zeros_like(tile), []
+        for _ in range(iterations or rows * cols):
+            # every iteration sees the tile afresh beside what it has learned
+            # so far ("recall"): many updates never dilute the tile's pixels
+            x, pattern = self.step(x + tile, bias)  # (batch, tiles, d), pattern
+            x = x - tile  # (batch, head, tiles, tiles) is the pattern's shape
+            if keep:
+                patterns.append(pattern)
+        kept = torch.stack(patterns, 1) if keep else None
+        start = start_tiles(pixels)
+        return Memory(self.ln_memory(x), kept, start, (rows, cols))
+
+    def cross_bias(self, moves: torch.Tensor, memory: Memory) -> torch.Tensor:
+        """(batch, head, T, tiles): the learned bias for the offset from the
+        walker's tile after each move to every tile, clipped to `radius`."""
+        r = self.config.radius
+        here = walk_tiles(moves, memory.start, memory.shape)  # (batch, T, 2)
+        grid = tile_grid(memory.shape, moves.device)  # (tiles, 2)
+        # (batch, T, tiles, 2): each tile's offset, shifted to 0..2r
+        offset = (grid - here[:, :, None]).clamp(-r, r) + r
+        # (batch, T, tiles): the offset's place in the flattened window
+        index = offset[..., 0] * (2 * r + 1) + offset[..., 1]
+        bias = self.offset_bias.flatten(1)[:, index]  # (head, batch, T, tiles)
+        return bias.transpose(0, 1)
+
+    def decode(self, moves: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        x = self.move_embed(moves.clamp(min=0))  # (batch, T, d)
+        # (batch, T, d), (batch, layer, head, T, T), (batch, layer, head, T, tiles)
+        x, self_patterns, cross_patterns = self.decoder(x, memory.states, self.cross_bias(moves, memory))
+        return self.unembed(x), self_patterns, cross_patterns
+
+
+def build_model(config: MazeConfig) -> MazeModel:
+    """The model a config describes."""
+    from toylib.maze.post import PostMazeNet  # here, not at the top: post.py builds on MazeModel
+
+    return (PostMazeNet if config.model == "post" else MazeNet)(config)
+
+
+# ----------------------------------------------------------------------------- loss and training
+
+
+def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor],
+              iterations: int | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+    """Cross-entropy of each next move with teacher forcing, and the share of them right.
+    batch: pixels (batch, R*TILE, C*TILE) and solutions (batch, T) padded with PAD. Padding
+    is left out of both, unless the config trains it as STOP (as the post does)."""
+    device = next(model.parameters()).device
+    pixels, tokens = (t.to(device) for t in batch)
+    tokens = tokens[:, : int((tokens != PAD).sum(1).max())]  # (batch, T): no column of padding only
+    inputs, targets = tokens[:, :-1].clamp(min=0), tokens[:, 1:]  # padding reads as STOP, after the real STOP
+    if model.config.pad_as_stop:
+        targets = targets.clamp(min=0)
+    logits, _ = model(pixels, inputs, iterations)  # (batch, T - 1, N_MOVES)
+    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
+    real = targets != PAD
+    return loss, {"token_acc": (logits.argmax(-1) == targets)[real].float().mean().item()}
+
+
+def train_maze(
+    config: MazeConfig = MazeConfig(),
+    splits: dict[str, MazeSet] | None = None,
+    device: torch.device | str | None = None,
+    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
+    progress: bool = True,
+) -> tuple[MazeModel, History]:
+    """Build a model from `config` and train it on `splits["train"]` (default: `make_splits`
+    with the config's n_train and data_seed), validating on `splits["val"]` every
+    `eval_every` steps by solving every validation maze greedily. Training stops once
+    `stop_at` of them are solved by a shortest path; if that never happens, the best
+    validated weights are restored. The test split is never looked at.
+
+    The looped encoder runs a random number of iterations per batch, from the longest path
+    in the batch (fewer could not carry the end's news to the start) to the number of tiles
+    (what solving uses): so that a settled answer stays settled, however long it runs on."""
+    from toylib.maze.measure import score  # here, not at the top: measure.py imports this module
+
+    splits = splits or make_splits(n_train=config.n_train, seed=config.data_seed)
+    seed_everything(config.seed)
+    device = device or pick_device()
+    model = build_model(config).to(device)
+    gen = torch.Generator().manual_seed(config.seed)
+    train = splits["train"]
+    pixels, tokens = torch.from_numpy(train.mazes), solution_tensor(train.solutions)
+    rows, cols = (s // TILE for s in train.mazes.shape[1:])
+
+    def loss_fn(m, batch):
+        iterations = None
+        if config.model == "looped":
+            longest = int((batch[1] != PAD).sum(1).max()) - 2  # moves in the batch's longest solution
+            iterations = int(torch.randint(longest, rows * cols + 1, (), generator=gen))
+        return maze_loss(m, batch, iterations)
+
+    def evaluate(m):
+        s = score(m, splits["val"])
+        # one number to keep the best weights by: mazes not solved by a shortest path, then the token accuracy
+        shortfall = (1 - s.shortest) + (1 - s.solved) + 0.01 * (1 - s.token_accuracy)
+        return {"val_solved": s.solved, "val_shortest": s.shortest, "val_token_acc": s.token_accuracy,
+                "val_shortfall": shortfall}
+
+    def at_target(r):
+        return config.stop_at is not None and r["val_shortest"] >= config.stop_at
+
+    history = fit(model, minibatches(pixels, tokens, batch_size=config.batch_size, generator=gen), loss_fn,
+                  config.train_options(), eval_fn=evaluate, callback=stop_when(at_target, callback), device=device,
+                  progress=progress)
+    return model, history

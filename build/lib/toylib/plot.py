@@ -1,0 +1,194 @@
+"""Plotting for the whole book: one attention grid, one animation helper, training curves,
+and the source listings that chapters show.
+
+Animations are matplotlib FuncAnimations shown with `show_animation`, which embeds the
+frames as JavaScript-driven HTML: it plays on the static site without a kernel and
+without ffmpeg. `save_gif` writes the same animation as a GIF for a README.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib import animation
+from matplotlib.figure import Figure
+
+from toylib.train import History
+
+
+def _as_numpy(x) -> np.ndarray:
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def attention_grid(
+    patterns,
+    *,
+    title: str | None = None,
+    cmap: str = "viridis",
+    size: float = 2.2,
+    vmax: float | None = None,
+    labels: Sequence[str] | None = None,
+) -> Figure:
+    """Draw a (layers, heads, query_pos, key_pos) array of attention patterns as a grid of
+    heatmaps titled "Layer r, Head c". A 2-D array is one layer with one head.
+    labels: a name per position, written along the left column and the bottom row."""
+    p = _as_numpy(patterns)
+    if p.ndim == 2:
+        p = p[None, None]
+    if p.ndim != 4:
+        raise ValueError(f"patterns must be (layers, heads, query, key) or (query, key), got shape {p.shape}")
+    n_layers, n_heads = p.shape[:2]
+    if labels is not None and len(labels) != p.shape[-1]:
+        raise ValueError(f"{len(labels)} labels for {p.shape[-1]} positions")
+    fig, axes = plt.subplots(n_layers, n_heads, figsize=(size * n_heads, size * n_layers), squeeze=False)
+    for r in range(n_layers):
+        for c in range(n_heads):
+            ax = axes[r, c]
+            ax.imshow(p[r, c], cmap=cmap, vmin=0, vmax=vmax, interpolation="nearest")
+            ax.set_title(f"Layer {r}, Head {c}", fontsize=9)
+            ticks = range(p.shape[-1]) if labels is not None else []
+            ax.set_xticks(ticks, labels if labels is not None and r == n_layers - 1 else [""] * len(ticks), fontsize=5, rotation=90)
+            ax.set_yticks(ticks, labels if labels is not None and c == 0 else [""] * len(ticks), fontsize=5)
+    axes[-1, 0].set_xlabel("key position")
+    axes[-1, 0].set_ylabel("query position")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def animate(
+    frames,
+    *,
+    panel_titles: Sequence[str] | None = None,
+    frame_titles: Sequence[str] | None = None,
+    cmap: str = "viridis",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    size: float = 2.5,
+    interval: int = 200,
+    dpi: int = 70,
+) -> animation.FuncAnimation:
+    """Animate any sequence of 2-D arrays: attention snapshots, Life generations, game states.
+
+    frames: (n_frames, height, width), or (n_frames, n_panels, height, width) to play several
+        arrays side by side (a model's game beside the true game).
+    frame_titles: one title per frame, e.g. the training step or the generation.
+    The colour scale is fixed over the whole animation (vmin, vmax default to the data's
+    range), so that a change of colour is a change of value.
+    """
+    f = _as_numpy(frames).astype(float)
+    if f.ndim == 3:
+        f = f[:, None]
+    if f.ndim != 4 or len(f) == 0:
+        raise ValueError(f"frames must be (n_frames, h, w) or (n_frames, panels, h, w), got shape {f.shape}")
+    n_frames, n_panels = f.shape[:2]
+    if panel_titles is not None and len(panel_titles) != n_panels:
+        raise ValueError(f"{len(panel_titles)} panel titles for {n_panels} panels")
+    if frame_titles is not None and len(frame_titles) != n_frames:
+        raise ValueError(f"{len(frame_titles)} frame titles for {n_frames} frames")
+    vmin = float(f.min()) if vmin is None else vmin
+    vmax = float(f.max()) if vmax is None else vmax
+    fig, axes = plt.subplots(1, n_panels, figsize=(size * n_panels, size + 0.4), squeeze=False, dpi=dpi)
+    images = []
+    for i, ax in enumerate(axes[0]):
+        images.append(ax.imshow(f[0, i], cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest"))
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if panel_titles is not None:
+            ax.set_title(panel_titles[i], fontsize=9)
+    suptitle = fig.suptitle(frame_titles[0] if frame_titles else "", fontsize=10)
+    fig.tight_layout()
+
+    def draw(k: int):
+        for i, im in enumerate(images):
+            im.set_data(f[k, i])
+        if frame_titles:
+            suptitle.set_text(frame_titles[k])
+        return images
+
+    anim = animation.FuncAnimation(fig, draw, frames=n_frames, interval=interval, blit=False)
+    plt.close(fig)  # the animation keeps the figure; closing it stops a stray static copy showing
+    return anim
+
+
+def show_animation(anim: animation.FuncAnimation):
+    """Display an animation as self-contained HTML with play and step controls."""
+    from IPython.display import HTML
+
+    return HTML(anim.to_jshtml(default_mode="loop"))
+
+
+def save_gif(anim: animation.FuncAnimation, path: str, fps: int = 5) -> None:
+    """Write an animation as a GIF (Pillow, no ffmpeg needed)."""
+    anim.save(path, writer=animation.PillowWriter(fps=fps))
+
+
+def training_curves(history: History, metrics: Sequence[str] = ("loss",), *, title: str | None = None, log: Sequence[str] = ("loss",)) -> Figure:
+    """Plot metrics against training steps (left) and training seconds (right), one row each.
+
+    Metrics named in `log` use a logarithmic y axis."""
+    missing = [m for m in metrics if not history.column(m)]
+    if missing:
+        raise ValueError(f"history has no records of {missing}; it has {sorted(history.last)}")
+    fig, axes = plt.subplots(len(metrics), 2, figsize=(8, 2.4 * len(metrics)), squeeze=False, sharey="row")
+    for row, m in enumerate(metrics):
+        recs = [r for r in history.records if m in r]
+        y = [r[m] for r in recs]
+        for col, x_key in enumerate(("step", "seconds")):
+            ax = axes[row, col]
+            ax.plot([r[x_key] for r in recs], y, marker=".", markersize=3)
+            ax.set_xlabel("training step" if x_key == "step" else "training time (s)")
+            ax.grid(alpha=0.3)
+            if m in log:
+                ax.set_yscale("log")
+        axes[row, 0].set_ylabel(m)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def attention_mosaic(patterns) -> np.ndarray:
+    """(layers, heads, query, key) patterns -> one 2-D array with the heads side by side and
+    the layers stacked, separated by NaN (drawn blank): a whole model in one animation panel."""
+    p = _as_numpy(patterns).astype(float)
+    if p.ndim != 4:
+        raise ValueError(f"patterns must be (layers, heads, query, key), got shape {p.shape}")
+    n_layers, n_heads, n_q, n_k = p.shape
+    out = np.full((n_layers * (n_q + 1) - 1, n_heads * (n_k + 1) - 1), np.nan)
+    for r in range(n_layers):
+        for c in range(n_heads):
+            out[r * (n_q + 1) : r * (n_q + 1) + n_q, c * (n_k + 1) : c * (n_k + 1) + n_k] = p[r, c]
+    return out
+
+
+def show_code(obj) -> "object":
+    """Display the source of a function or class as a highlighted code block, so that the
+    code a chapter shows is always the code it runs."""
+    import inspect
+
+    from IPython.display import Markdown
+
+    return Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```")
+
+
+GLUE_PREFIX = "application/papermill.record/"  # myst-nb's mark of a value kept for the prose, not shown
+
+
+def glue(name: str, value: str | int | float) -> None:
+    """Keep `value` under `name` for the chapter's prose: on the built page, myst-nb's role
+    {glue:text}`name` (or {glue:text}`name:.1f` for a number) shows it, so a number in a
+    sentence is the one this run computed. Writes the output that `myst_nb.glue(name, value,
+    display=False)` writes, without needing myst-nb where the notebook runs (Colab)."""
+    from IPython.display import display
+
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"a glue name is a Python identifier, got {name!r}")
+    if not isinstance(value, (str, int, float, np.integer, np.floating)):
+        raise ValueError(f"glue takes a string or a number, got {type(value).__name__}")
+    value = value.item() if isinstance(value, (np.integer, np.floating)) else value
+    display({GLUE_PREFIX + "text/plain": repr(value)}, raw=True,
+            metadata={"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})

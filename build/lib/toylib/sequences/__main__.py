@@ -1,0 +1,2 @@
+from toylib.sequences.measure import main
+main()

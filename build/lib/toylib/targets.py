@@ -1,0 +1,125 @@
+"""A chapter's targets as data: what is measured, the goal, the value, whether it is met.
+
+Every chapter ends with a summary table, its command line prints the same table, and the
+benchmark counts the seeds whose model meets every target. All three are built from a list
+of `Target`s, so "all targets met" is computed from booleans, never read back from text.
+
+A target whose value depends on the machine (a training time) is marked `machine=True`:
+`table(..., machine=False)` leaves it out, so that the table nbval compares is the same on
+every run, and `table(..., machine=True)` prints it in a cell of its own.
+
+`check` is what a chapter asserts when it runs: its targets met and the claims of its prose
+true for the numbers just computed, so that re-executing a chapter on any machine (the book
+build, nbval, Colab) fails loudly where a claim no longer holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+HEADER = ("measure", "target", "measured", "met")
+
+
+def pct(share: float, digits: int = 2) -> str:
+    """A share as the summaries print it: 0.98765 -> "98.77 %"."""
+    return f"{100 * share:.{digits}f} %"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """One row of a chapter's summary."""
+
+    measure: str  # what is measured, e.g. "exact next state, 10,000 unseen grids"
+    goal: str  # the target as the reader sees it, e.g. "100 %" or "< 2 min"
+    measured: str  # the value, formatted
+    met: bool | None  # None: reported beside the targets, with no goal of its own
+    machine: bool = False  # the value depends on the machine it ran on (times)
+
+    def __post_init__(self):
+        if self.met is not None and not isinstance(self.met, bool):
+            raise ValueError(f"met must be True, False or None, got {self.met!r} for {self.measure!r}")
+
+    @property
+    def verdict(self) -> str:
+        return "-" if self.met is None else "yes" if self.met else "NO"
+
+
+def all_met(targets: Iterable[Target]) -> bool:
+    """True when no target is missed (rows without a goal do not count)."""
+    targets = list(targets)
+    if not targets:
+        raise ValueError("no targets to judge")
+    return all(t.met is not False for t in targets)
+
+
+def missed(targets: Iterable[Target]) -> list[str]:
+    """The measures of the targets that are not met."""
+    return [t.measure for t in targets if t.met is False]
+
+
+def format_table(rows: Iterable[Sequence], header: Sequence[str]) -> str:
+    """A plain-text table (for the terminal and for nbval to compare)."""
+    rows = [tuple(str(c) for c in r) for r in rows]
+    header = tuple(header)
+    if any(len(r) != len(header) for r in rows):
+        raise ValueError(f"every row needs {len(header)} cells, one per column of {header}")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(r):
+        return "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+
+    return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
+
+
+def table(targets: Iterable[Target], machine: bool | None = False) -> str:
+    """The summary as text: the machine-independent rows (machine=False, the default, what
+    nbval compares), the machine-dependent ones (True), or all of them (None)."""
+    rows = [t for t in targets if machine is None or t.machine == machine]
+    return format_table([(t.measure, t.goal, t.measured, t.verdict) for t in rows], HEADER)
+
+
+class ClaimError(AssertionError):
+    """A chapter's target missed, or a sentence of its prose false for the numbers just computed."""
+
+
+def check(
+    targets: Iterable[Target] = (),
+    claims: Mapping[str, bool] | None = None,
+    exempt: Mapping[str, str] | None = None,
+) -> str:
+    """What a chapter asserts when it runs: every target in `targets` is met, and every claim
+    of its prose holds. Raises `ClaimError` naming each failure; returns one line saying what
+    was checked, the same on every machine (the notebook prints it, and nbval compares it).
+
+    targets: the summary's rows. Rows with no goal (met=None) say nothing to check. Rows that
+        measure the machine (a training time) are not asserted: they depend on the CPU and on
+        what else runs beside the chapter (the test command runs chapters side by side), not
+        on the model; the summary prints them, and the benchmark reports them per seed.
+    claims: {sentence of the prose, as a checkable statement: whether it holds}.
+    exempt: {measure of a target known to be missed: the issue that owns it}. Each must name a
+        target in `targets`; it is reported, not asserted.
+    """
+    targets, claims, exempt = list(targets), dict(claims or {}), dict(exempt or {})
+    measures = [t.measure for t in targets]
+    unknown = [m for m in exempt if m not in measures]
+    if unknown:
+        raise ValueError(f"exempt names no target: {unknown}; the targets are {measures}")
+    bad = [f"claim {name!r}: {holds!r} is not a bool" for name, holds in claims.items()
+           if not isinstance(holds, (bool, np.bool_))]
+    if bad:
+        raise ValueError("; ".join(bad))
+    asserted = [t for t in targets if t.met is not None and not t.machine and t.measure not in exempt]
+    failures = [f"target missed: {t.measure} (goal {t.goal}, measured {t.measured})" for t in asserted if not t.met]
+    failures += [f"claim false: {name}" for name, holds in claims.items() if not holds]
+    if failures:
+        raise ClaimError("\n".join(failures))
+    parts = []
+    if asserted:
+        parts.append(f"{len(asserted)} target{'s' * (len(asserted) != 1)} met")
+    if claims:
+        parts.append("1 claim holds" if len(claims) == 1 else f"{len(claims)} claims hold")
+    parts += [f"exempt: {m} ({why})" for m, why in exempt.items()]
+    return "checked: " + "; ".join(parts) if parts else "checked: nothing"

@@ -1,0 +1,2 @@
+from toylib.tictactoe.measure import main
+main()

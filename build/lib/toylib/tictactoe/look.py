@@ -1,0 +1,146 @@
+"""Looking inside a trained model: where each head puts its attention, a whole game as
+frames for an animation, and a board to play against the model in a running kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from toylib.infer import infer
+from toylib.tictactoe.measure import Policy, model_policy
+from toylib.tictactoe.net import TOKEN_RELATIONS, TicTacToeNet, check_boards_tensor, model_moves
+from toylib.tictactoe.world import EMPTY, LINES, O, SYMBOLS, X, TicTacToe, best_move, board_image, threats
+
+
+# ----------------------------------------------------------------------------- what the heads look at
+
+
+def attention_profile(model: TicTacToeNet, boards: torch.Tensor) -> tuple[list[tuple], list[str]]:
+    """Where each head of a "graph" model puts its attention, averaged over `boards`.
+
+    Returns rows (layer, head, shares...) and the share names, which start "cell:" for the
+    attention of a cell (the mean over the 9 cells) and "line:" for a line's (over the 8).
+    A cell's attention goes to itself, the cells on its lines, the other cells, its own lines
+    and the other lines (these five sum to 1); the cell's attention on empty cells, and on
+    "hot" cells (empty cells where either player would complete a line), cuts across them.
+    "hot cell: its hot lines" is the attention of a hot cell on the line(s) it would complete,
+    averaged over the hot cells only. A
+    line's attention goes to its own 3 cells, the other cells and the lines (summing to 1);
+    its own cells are then split by what they hold: the mover's, the opponent's, empty.
+    A last row gives each share under uniform attention, for comparison."""
+    check_boards_tensor(boards)
+    if model.config.positions != "graph":
+        raise ValueError("attention_profile reads the relations of a positions='graph' model")
+    p = infer(model, boards, keep=lambda out, _: out[2].float())  # (batch, layer, head, 17, 17), on the CPU
+    boards = boards.cpu()  # the masks below are built on the CPU, beside the pattern
+    rel = TOKEN_RELATIONS[None]  # (1, 17, 17)
+    mover = torch.where((boards == X).sum(1) == (boards == O).sum(1), X, O)[:, None]  # (batch, 1)
+    hot = torch.tensor([[c in threats(b, X) or c in threats(b, O) for c in range(9)] for b in boards.tolist()])
+    # (batch, 17, 17): key j is a hot line through query cell i, one that the move at i would complete
+    hot_line = torch.zeros(len(boards), 17, 17, dtype=torch.bool)
+    for n, b in enumerate(boards.tolist()):
+        for j, line in enumerate(LINES):
+            if sorted(b[c] for c in line) in ([EMPTY, X, X], [EMPTY, O, O]):
+                hot_line[n, next(c for c in line if b[c] == EMPTY), 9 + j] = True
+    hot_query = hot_line.any(-1)  # (batch, 17): the query is a hot cell
+    held = {"mine": boards == mover, "theirs": (boards != EMPTY) & (boards != mover), "empty": boards == EMPTY}  # (batch, 9)
+    key = lambda cells: F.pad(cells, (0, 8))[:, None, :]  # noqa: E731  (batch, 9) -> (batch, 1, 17): key j is such a cell
+    cell_q = (torch.arange(17) < 9)[None, :, None]  # (1, 17, 1): the query is a cell
+    masks = {
+        "cell: itself": rel == 0, "cell: cells on its lines": rel == 1, "cell: other cells": rel == 2,
+        "cell: its lines": rel == 3, "cell: other lines": rel == 4,
+        "cell: empty cells": cell_q & key(held["empty"]), "cell: hot cells": cell_q & key(hot),
+        "hot cell: its hot lines": hot_line,
+        "line: its cells": rel == 5, "line: other cells": rel == 6, "line: lines": rel >= 7,
+        **{f"line: its cells, {k}": (rel == 5) & key(v) for k, v in held.items()},
+    }  # fmt: skip
+
+    def share(a, name):  # a: (batch, 17, 17); the mean over boards and queries of the attention on such keys
+        if name.startswith("hot cell"):  # over the hot cells only
+            return (a * masks[name]).sum(-1)[hot_query].mean().item()
+        return (a * masks[name]).sum((-1, -2)).mean().item() / (9 if name.startswith("cell") else 8)
+
+    rows = [(layer, head, *[share(p[:, layer, head], n) for n in masks]) for layer in range(p.shape[1]) for head in range(p.shape[2])]
+    uniform = torch.full((len(boards), 17, 17), 1 / 17)
+    rows.append(("uniform", "", *[share(uniform, n) for n in masks]))
+    return rows, list(masks)
+
+
+# ----------------------------------------------------------------------------- pictures
+
+
+def game_frames(model: TicTacToeNet, side: int = X, opponent: Policy | None = None, cell: int = 15) -> tuple[np.ndarray, list[str]]:
+    """A whole game, the model playing `side` against `opponent` (minimax's `best_move` by
+    default), as frames for `toylib.plot.animate`: (moves + 1, 2, 3*cell, 3*cell), the
+    board beside the probability the model gives each cell at its own turns; and titles."""
+    opponent = opponent or best_move
+    state, frames, titles = TicTacToe(), [], []
+    blank = np.zeros((3 * cell, 3 * cell))
+    while True:
+        probs = blank
+        if not state.is_terminal() and state.current_player() == side:
+            m = model_moves(model, torch.tensor([state.board]))
+            probs = np.kron(m.move_prob[0].numpy().reshape(3, 3), np.ones((cell, cell))) * 3  # same 0..3 scale as the board
+        frames.append(np.stack([board_image(state.board, cell), probs]))
+        if state.is_terminal():
+            w = state.winner()
+            titles.append(f"{SYMBOLS[w]} wins" if w else "draw")
+            break
+        mover = state.current_player()
+        move = int(m.move[0]) if mover == side else opponent(state.board)
+        who = "model" if mover == side else "minimax" if opponent is best_move else "opponent"
+        titles.append(f"{SYMBOLS[mover]} ({who}) to move: plays cell {move}")
+        state = state.apply_action(move)
+    return np.stack(frames), titles
+
+
+# ----------------------------------------------------------------------------- for readers with a kernel
+
+
+def play_widget(model: TicTacToeNet):
+    """A clickable board: you play one side, the model the other. Returns the widget (the
+    last expression of a cell displays it). Needs a running kernel (Jupyter, Colab)."""
+    import ipywidgets as w
+
+    from toylib.widgets import BoardGrid
+
+    policy = model_policy(model)
+    board = BoardGrid(np.zeros((3, 3), int), style=lambda v: (SYMBOLS[v] if v else " ", None), cell_px=60)
+    side = w.ToggleButtons(options=[("you play X", X), ("you play O", O)], value=X)
+    new = w.Button(description="new game")
+    status = w.HTML()
+    game = {"state": TicTacToe()}
+
+    def refresh():
+        s = game["state"]
+        cells = np.array(s.board).reshape(3, 3)
+        board.set(cells)
+        your_turn = not s.is_terminal() and s.current_player() == side.value
+        board.enable((cells == EMPTY) & your_turn)
+        if s.is_terminal():
+            winner = s.winner()
+            who = "you" if winner == side.value else "the model"
+            status.value = "<b>draw</b>" if not winner else f"<b>{SYMBOLS[winner]} wins</b> ({who})"
+        else:
+            status.value = "your move" if your_turn else "the model is thinking"
+
+    def model_turn():
+        s = game["state"]
+        if not s.is_terminal() and s.current_player() != side.value:
+            game["state"] = s.apply_action(policy[s.board])
+        refresh()
+
+    def click(row: int, col: int):
+        game["state"] = game["state"].apply_action(3 * row + col)
+        model_turn()
+
+    def restart(_=None):
+        game["state"] = TicTacToe()
+        model_turn()
+
+    board.on_click = click
+    new.on_click(restart)
+    side.observe(lambda change: restart(), names="value")
+    restart()
+    return w.VBox([w.HBox([side, new]), board.widget, status])

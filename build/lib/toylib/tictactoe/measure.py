@@ -1,0 +1,175 @@
+"""How well a trained model plays: whole games (exhaustively, against minimax, at random),
+the chapter's targets and its summary, and the command line. The model's moves and scores on
+a set of positions (`model_moves`, `score`) are in `net.py`, since training watches them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from toylib import cli
+from toylib.attention import count_parameters
+from toylib.targets import Target, format_table, pct
+from toylib.tictactoe.dataset import Dataset
+from toylib.tictactoe.net import (POST_CONFIGS, POST_SMALLEST, Scores, TicTacToeConfig, TicTacToeNet, model_moves,
+                                  score, train_tictactoe)
+from toylib.tictactoe.world import Board, O, TicTacToe, X, open_positions, optimal_moves
+from toylib.train import History
+
+
+# ----------------------------------------------------------------------------- playing whole games
+
+
+Policy = Callable[[Board], int]
+
+
+def model_policy(model: TicTacToeNet) -> dict[Board, int]:
+    """The model's move in every open position, computed once: {board: cell}."""
+    boards = open_positions()
+    moves = model_moves(model, torch.tensor(boards)).move.tolist()
+    return dict(zip(boards, moves))
+
+
+def _results(board: Board, side: int, policy: dict[Board, int], replies: Callable[[Board], list[int]]) -> Counter:
+    """Outcomes, for `side`, of every game from `board` where `side` follows `policy` and
+    the other player tries every move that `replies` allows."""
+    state = TicTacToe(board)
+    if state.is_terminal():
+        r = state.returns()[0 if side == X else 1]
+        return Counter({"win" if r > 0 else "loss" if r < 0 else "draw": 1})
+    moves = [policy[board]] if state.current_player() == side else replies(board)
+    total: Counter = Counter()
+    for a in moves:
+        total += _results(state.apply_action(a).board, side, policy, replies)
+    return total
+
+
+def play_exhaustively(policy: dict[Board, int], side: int, opponent: str = "any") -> Counter:
+    """Every game the policy can meet as `side` (X or O): the opponent tries every legal
+    move ("any"), or every move that keeps its minimax value ("minimax"). Counts games
+    by their outcome for the policy: win, draw, loss."""
+    if side not in (X, O):
+        raise ValueError(f"side must be X={X} or O={O}, got {side}")
+    replies = {"any": lambda b: TicTacToe(b).legal_actions(), "minimax": optimal_moves}.get(opponent)
+    if replies is None:
+        raise ValueError(f"opponent must be 'any' or 'minimax', got {opponent!r}")
+    return _results(TicTacToe().board, side, policy, replies)
+
+
+def play_random(policy: dict[Board, int], side: int, games: int, seed: int = 0) -> Counter:
+    """`games` games against a player who picks uniformly among legal moves."""
+    rng = np.random.default_rng(seed)
+    results: Counter = Counter()
+    for _ in range(games):
+        state = TicTacToe()
+        while not state.is_terminal():
+            moves = state.legal_actions()
+            state = state.apply_action(policy[state.board] if state.current_player() == side else int(rng.choice(moves)))
+        r = state.returns()[0 if side == X else 1]
+        results["win" if r > 0 else "loss" if r < 0 else "draw"] += 1
+    return results
+
+
+# ----------------------------------------------------------------------------- the chapter's targets
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What `summarise` measured of a trained model."""
+
+    test: Scores  # held-out symmetry classes
+    everything: Scores  # all 4,520 open positions
+    exhaustive_x: Counter  # every game as X against every reply
+    exhaustive_o: Counter
+    minimax_x: Counter  # every game against every optimal reply
+    minimax_o: Counter
+    random_x: Counter  # games against a uniformly random player
+    random_o: Counter
+    parameters: int
+
+    def targets(self, train_seconds: float, max_parameters: int = POST_SMALLEST, time_limit: float = 120.0) -> list[Target]:
+        """The chapter's summary: the targets and what was measured."""
+        games = lambda c: f"{c['loss']} lost of {sum(c.values()):,} ({c['win']:,} won)"  # noqa: E731
+        return [
+            Target(f"optimal move, {self.test.n} held-out test positions", "100 %", pct(self.test.optimal),
+                   self.test.optimal == 1),
+            Target(f"optimal move, all {self.everything.n:,} open positions", "100 %", pct(self.everything.optimal),
+                   self.everything.optimal == 1),
+            Target("exhaustive play as X, every reply", "0 lost", games(self.exhaustive_x), self.exhaustive_x["loss"] == 0),
+            Target("exhaustive play as O, every reply", "0 lost", games(self.exhaustive_o), self.exhaustive_o["loss"] == 0),
+            Target("parameters", f"<= {max_parameters:,} (the post's smallest)", f"{self.parameters:,}",
+                   self.parameters <= max_parameters),
+            Target("training time", f"< {time_limit / 60:.0f} min", f"{train_seconds:.0f} s", train_seconds < time_limit,
+                   machine=True),
+        ]
+
+    def detail_rows(self) -> list[tuple[str, str, str]]:
+        """(measure, test positions, all positions) for the scores without a target, and the other games."""
+        games = lambda c: f"won {c['win']:,}, drawn {c['draw']:,}, lost {c['loss']:,}"  # noqa: E731
+        return [
+            ("exact label (the post's measure)", pct(self.test.exact_label), pct(self.everything.exact_label)),
+            ("written board is a legal move", pct(self.test.legal), pct(self.everything.legal)),
+            ("written board is legal and optimal", pct(self.test.raw_optimal), pct(self.everything.raw_optimal)),
+            ("move (likeliest legal board) optimal", pct(self.test.optimal), pct(self.everything.optimal)),
+            ("as X against minimax, every optimal reply", games(self.minimax_x), ""),
+            ("as O against minimax, every optimal reply", games(self.minimax_o), ""),
+            (f"as X against random play, {sum(self.random_x.values()):,} games", games(self.random_x), ""),
+            (f"as O against random play, {sum(self.random_o.values()):,} games", games(self.random_o), ""),
+        ]
+
+
+def summarise(model: TicTacToeNet, data: Dataset, random_games: int = 1000, seed: int = 0) -> Summary:
+    policy = model_policy(model)
+    return Summary(
+        test=score(model, data.test),
+        everything=score(model, data.everything),
+        exhaustive_x=play_exhaustively(policy, X),
+        exhaustive_o=play_exhaustively(policy, O),
+        minimax_x=play_exhaustively(policy, X, "minimax"),
+        minimax_o=play_exhaustively(policy, O, "minimax"),
+        random_x=play_random(policy, X, random_games, seed),
+        random_o=play_random(policy, O, random_games, seed + 1),
+        parameters=count_parameters(model),
+    )
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def _train(config: TicTacToeConfig, device, progress: bool, args) -> tuple[TicTacToeNet, History, dict]:
+    data = Dataset.build(config.split_seed)
+    model, history = train_tictactoe(config, data, device=device, progress=progress)
+    return model, history, {"data": data}
+
+
+def _measure(model: TicTacToeNet, config: TicTacToeConfig, seconds: float, info: dict, args) -> list[Target]:
+    # benchmarks (args=None) skip the random games and the detail table: they have no target
+    summary = summarise(model.cpu(), info.get("data") or Dataset.build(config.split_seed),
+                        random_games=0 if args is None else 1000)
+    if args is not None:
+        print(format_table(summary.detail_rows(), ("measure", "test positions", "all positions")))
+    return summary.targets(seconds)
+
+
+def _extra_arguments(p) -> None:
+    p.add_argument("--post", type=int, choices=range(1, len(POST_CONFIGS) + 1),
+                   help="train the post's config 1, 2, 3 or 4, its way, instead")
+
+
+def _base_config(args) -> TicTacToeConfig:
+    return list(POST_CONFIGS.values())[args.post - 1][0] if args.post else TicTacToeConfig()
+
+
+CHAPTER = cli.Chapter(
+    "tictactoe", "A transformer learns to play tic-tac-toe; measured on every position and in exhaustive play.",
+    TicTacToeConfig, TicTacToeNet, _train, _measure,
+    options=(cli.Option("--split-seed", "split_seed", "which symmetry classes are held out"),),
+    extra_arguments=_extra_arguments,
+    base_config=_base_config,
+)
+
+main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script

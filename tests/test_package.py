@@ -1,0 +1,58 @@
+"""The library as a reader installs it: a wheel built from this checkout (what `pip install
+git+...` builds on Colab) holds every chapter's package, and each chapter imports and runs its
+command line from the installed copy, not from the checkout (an editable install would hide
+a subpackage missing from the wheel)."""
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted(p.parent.name for p in (ROOT / "toylib").glob("*/__init__.py"))
+
+
+def test_every_chapter_is_a_package_with_the_same_rooms():
+    assert CHAPTERS == ["life", "maze", "sequences", "sokoban", "tictactoe"]
+    for chapter in CHAPTERS:
+        rooms = {p.stem for p in (ROOT / "toylib" / chapter).glob("*.py")}
+        assert {"__init__", "__main__", "world", "dataset", "net", "measure", "look"} <= rooms, chapter
+
+
+def test_no_module_is_much_over_500_lines():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "toylib").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 550}
+    assert not long, long
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The wheel built from this checkout, installed into a folder of its own."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                    "-w", str(tmp), str(ROOT)], check=True)
+    (wheel,) = tmp.glob("toylib-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(tmp / "site"), str(wheel)], check=True)
+    return tmp
+
+
+def test_the_wheel_ships_every_module_of_the_checkout(installed):
+    (wheel,) = installed.glob("toylib-*.whl")
+    shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".py")}
+    source = {str(p.relative_to(ROOT)) for p in (ROOT / "toylib").rglob("*.py")}
+    assert source <= shipped, sorted(source - shipped)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_chapter_runs_from_the_installed_wheel(installed, chapter, tmp_path):
+    site = installed / "site"
+    code = (f"import toylib, toylib.{chapter}.look, toylib.{chapter}.measure as m; "
+            f"print(toylib.__file__); m.main(['--help'])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith(str(site)), out.stdout[:300]  # the installed copy, not the checkout
+    assert "usage:" in out.stdout
