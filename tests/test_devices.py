@@ -102,13 +102,15 @@ def test_maze():
 
 
 def test_sokoban():
-    data = sokoban.make_data(10, 10, 16, seed=0, n_val=0)
-    model = sokoban.SokobanPolicy(sokoban.SokobanConfig()).to(DEVICE)
-    boards, optimal = sokoban.solvable_boards(data["held_out"], limit=3)
-    acc = sokoban.accuracies(model, data["held_out"])
+    from toylib.sokoban import dataset, look, measure, net
+
+    data = dataset.make_data(10, 10, 16, seed=0, n_val=0)
+    model = net.SokobanPolicy(net.SokobanConfig()).to(DEVICE)
+    boards, optimal = measure.solvable_boards(data["held_out"], limit=3)
+    acc = net.accuracies(model, data["held_out"])
     assert 0 <= acc.solvability <= 1
-    assert 0 <= sokoban.solves(model, boards, optimal).rate <= 1
-    assert 0 <= sokoban.solves(model, boards, optimal, width=2).rate <= 1
-    frames = sokoban.solve_frames(model, boards[0])
-    along = sokoban.nsteps_along(model, boards[0])
+    assert 0 <= measure.solves(model, boards, optimal).rate <= 1
+    assert 0 <= measure.solves(model, boards, optimal, width=2).rate <= 1
+    frames = look.solve_frames(model, boards[0])
+    along = look.nsteps_along(model, boards[0])
     assert on_cpu(frames, along)

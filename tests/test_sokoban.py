@@ -6,8 +6,8 @@ import torch
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
 
-from toylib import sokoban as sk
-from toylib.sokoban import DOWN, LEFT, RIGHT, UNDO, UP
+from toylib.sokoban import dataset, env as environment, measure, net, world
+from toylib.sokoban.world import DOWN, LEFT, RIGHT, UNDO, UP
 
 # The player stands between the goal and the box, so it must walk round the box (4 moves, above
 # or below it) and push it left twice: 6 moves, starting up or down.
@@ -60,13 +60,13 @@ def replay(board, actions):
 def boards():
     """300 boards from the generator, and whether each can be solved."""
     rng = np.random.default_rng(7)
-    found = [sk.random_board(rng) for _ in range(300)]
-    return [(b, sk.solve(b)) for b in found]
+    found = [world.random_board(rng) for _ in range(300)]
+    return [(b, world.solve(b)) for b in found]
 
 
 @pytest.fixture(scope="module")
 def data():
-    return sk.make_data(30, 30, 40, seed=0, n_val=20)
+    return dataset.make_data(30, 30, 40, seed=0, n_val=20)
 
 
 # ----------------------------------------------------------------------------- the board
@@ -75,29 +75,29 @@ def data():
 def test_xsb_round_trip_and_channels():
     on_goal, box_on_goal = ROUND.replace(".@", " +"), ROUND.replace(".@$", " @*")
     for text in (ROUND, CORNER, on_goal, box_on_goal):
-        board = sk.from_xsb(text)
-        assert sk.to_xsb(board) == str(board) == text and sk.from_xsb(sk.to_xsb(board)) == board
-        assert sk.from_channels(sk.to_channels(board)) == board
-    board = sk.from_xsb(ROUND)
+        board = world.from_xsb(text)
+        assert world.to_xsb(board) == str(board) == text and world.from_xsb(world.to_xsb(board)) == board
+        assert world.from_channels(world.to_channels(board)) == board
+    board = world.from_xsb(ROUND)
     assert board.shape == (8, 8) and (board.player, board.box, board.goal) == (2 * 8 + 2, 2 * 8 + 3, 2 * 8 + 1)
-    planes = sk.to_channels(board)
+    planes = world.to_channels(board)
     assert planes.shape == (5, 8, 8) and planes.dtype == np.uint8
     assert planes[0].sum() == 64 - 18 and (planes[0] + planes[1] == 1).all()  # 18 floor squares
     assert planes[2, 2, 1] == planes[3, 2, 2] == planes[4, 2, 3] == 1 and planes[2:].sum() == 3
 
 
 def test_xsb_marks_on_the_goal_and_other_sizes():
-    on_goal = sk.from_xsb("#####\n#+$ #\n#####", shape=None)
-    assert on_goal.player == on_goal.goal == 6 and sk.to_xsb(on_goal) == "#####\n#+$ #\n#####"
-    solved = sk.from_xsb("#####\n#@* #\n#####", shape=None)
-    assert solved.is_goal() and sk.solve(solved) == [] and sk.nsteps_class(len(sk.solve(solved))) == 1
-    ragged = sk.from_xsb("\n####\n#.$@-_#\n#######\n\n", shape=None)  # blank lines, a short line, '-' and '_'
-    assert ragged.shape == (3, 7) and sk.to_xsb(ragged) == "####   \n#.$@  #\n#######"
-    assert sk.solve(ragged) == [LEFT]
+    on_goal = world.from_xsb("#####\n#+$ #\n#####", shape=None)
+    assert on_goal.player == on_goal.goal == 6 and world.to_xsb(on_goal) == "#####\n#+$ #\n#####"
+    solved = world.from_xsb("#####\n#@* #\n#####", shape=None)
+    assert solved.is_goal() and world.solve(solved) == [] and dataset.nsteps_class(len(world.solve(solved))) == 1
+    ragged = world.from_xsb("\n####\n#.$@-_#\n#######\n\n", shape=None)  # blank lines, a short line, '-' and '_'
+    assert ragged.shape == (3, 7) and world.to_xsb(ragged) == "####   \n#.$@  #\n#######"
+    assert world.solve(ragged) == [LEFT]
 
 
 def test_a_push_moves_the_box_and_walls_stop_it():
-    board = sk.from_xsb("######\n# @$ #\n#  . #\n######", shape=None)
+    board = world.from_xsb("######\n# @$ #\n#  . #\n######", shape=None)
     assert board.legal_actions() == [DOWN, LEFT, RIGHT]  # up is a wall
     pushed = board.apply_action(RIGHT)
     assert (pushed.player, pushed.box) == (board.box, board.box + 1) and pushed.walls == board.walls
@@ -111,12 +111,12 @@ def test_a_push_moves_the_box_and_walls_stop_it():
     walked = board.apply_action(DOWN)
     assert walked.box == board.box and walked.player == board.player + 6
     # with no walls round it, the edge of the board stops the player and the box
-    edge = sk.from_xsb(". @$", shape=None)
-    assert edge.legal_actions() == [LEFT] and sk.solve(edge) is None
+    edge = world.from_xsb(". @$", shape=None)
+    assert edge.legal_actions() == [LEFT] and world.solve(edge) is None
 
 
 def test_boards_hash_by_value():
-    a, b = sk.from_xsb(ROUND), sk.from_xsb(ROUND)
+    a, b = world.from_xsb(ROUND), world.from_xsb(ROUND)
     assert a == b and hash(a) == hash(b) and len({a, b, a.apply_action(UP)}) == 2
     assert a.apply_action(UP).apply_action(DOWN) == a
 
@@ -135,65 +135,65 @@ def test_boards_hash_by_value():
 ])
 def test_bad_xsb_is_refused(text, message):
     with pytest.raises(ValueError, match=message):
-        sk.from_xsb(text)
+        world.from_xsb(text)
 
 
 def test_bad_channels_and_boards_are_refused():
-    planes = sk.to_channels(sk.from_xsb(ROUND))
+    planes = world.to_channels(world.from_xsb(ROUND))
     box_on_wall = planes.copy()
     box_on_wall[4] = 0
     box_on_wall[4, 0, 0] = 1
     with pytest.raises(ValueError, match="the box is on a wall"):
-        sk.from_channels(box_on_wall)
+        world.from_channels(box_on_wall)
     both = planes.copy()
     both[1, 0, 0] = 1
     with pytest.raises(ValueError, match="wall or floor"):
-        sk.from_channels(both)
+        world.from_channels(both)
     two_players = planes.copy()
     two_players[3, 1, 1] = 1
     with pytest.raises(ValueError, match="one player, found 2"):
-        sk.from_channels(two_players)
+        world.from_channels(two_players)
     with pytest.raises(ValueError, match="0 or 1"):
-        sk.from_channels(planes * 2)
+        world.from_channels(planes * 2)
     with pytest.raises(ValueError, match="planes"):
-        sk.from_channels(planes[:4])
-    board = sk.from_xsb(ROUND)
+        world.from_channels(planes[:4])
+    board = world.from_xsb(ROUND)
     with pytest.raises(ValueError, match="the box is on a wall"):
-        sk.Board(board.walls, board.goal, 0, board.player)
+        world.Board(board.walls, board.goal, 0, board.player)
     with pytest.raises(ValueError, match="same square"):
-        sk.Board(board.walls, board.goal, board.box, board.box)
+        world.Board(board.walls, board.goal, board.box, board.box)
     with pytest.raises(ValueError, match="64 bytes"):
-        sk.Board(board.walls[:-1], board.goal, board.box, board.player)
+        world.Board(board.walls[:-1], board.goal, board.box, board.player)
     with pytest.raises(ValueError, match="each 0 or 1"):
-        sk.Board(board.walls.replace(b"\x01", b"\x02"), board.goal, board.box, board.player)
+        world.Board(board.walls.replace(b"\x01", b"\x02"), board.goal, board.box, board.player)
 
 
 # ----------------------------------------------------------------------------- ground truth
 
 
 def test_bfs_walks_round_the_box():
-    board = sk.from_xsb(ROUND)
-    moves = sk.solve(board)
+    board = world.from_xsb(ROUND)
+    moves = world.solve(board)
     assert len(moves) == 6 and moves[0] == UP and moves[-2:] == [LEFT, LEFT]
     assert replay(board, moves)[-1].is_goal()
-    assert sk.optimal_moves(board) == [UP, DOWN]  # round the top or the bottom
-    table = sk.moves_to_goal(board)
-    assert table[(board.box, board.player)] == 6 and sk.optimal_moves(board.apply_action(UP), table) == [RIGHT]
-    assert sk.push_distance(board) == 2 and len(sk.solve_astar(board)) == 6
+    assert world.optimal_moves(board) == [UP, DOWN]  # round the top or the bottom
+    table = world.moves_to_goal(board)
+    assert table[(board.box, board.player)] == 6 and world.optimal_moves(board.apply_action(UP), table) == [RIGHT]
+    assert world.push_distance(board) == 2 and len(world.solve_astar(board)) == 6
 
 
 @pytest.mark.parametrize("text", [CORNER, ALONG_THE_WALL])
 def test_deadlocked_boxes_have_no_solution(text):
-    board = sk.from_xsb(text)
-    assert sk.solve(board) is None and sk.solve_astar(board) is None
-    assert (board.box, board.player) not in sk.moves_to_goal(board) and sk.optimal_moves(board) == []
-    entry = sk.make_entry(board)
-    assert entry.nsteps == (sk.UNSOLVABLE,) and entry.policy_mask == (False,) and entry.shortest is None
+    board = world.from_xsb(text)
+    assert world.solve(board) is None and world.solve_astar(board) is None
+    assert (board.box, board.player) not in world.moves_to_goal(board) and world.optimal_moves(board) == []
+    entry = dataset.make_entry(board)
+    assert entry.nsteps == (dataset.UNSOLVABLE,) and entry.policy_mask == (False,) and entry.shortest is None
 
 
 def test_astar_finds_bfs_lengths(boards):
     for board, moves in boards:
-        found = sk.solve_astar(board)
+        found = world.solve_astar(board)
         assert (found is None) == (moves is None)
         if moves is not None:
             assert len(found) == len(moves) and replay(board, found)[-1].is_goal()
@@ -204,16 +204,16 @@ def test_astar_finds_bfs_lengths(boards):
 def test_the_backward_table_agrees_with_bfs(boards):
     solvable = [(b, m) for b, m in boards if m is not None][:15]
     for board, moves in solvable:
-        table = sk.moves_to_goal(board)
+        table = world.moves_to_goal(board)
         assert table[(board.box, board.player)] == len(moves)
         for (box, player), left in table.items():
-            state = sk.Board(board.walls, board.goal, box, player)
-            assert sk.push_distance(state) <= left  # admissible
-            best = sk.optimal_moves(state, table)
+            state = world.Board(board.walls, board.goal, box, player)
+            assert world.push_distance(state) <= left  # admissible
+            best = world.optimal_moves(state, table)
             assert (best == []) == (left == 0)
             assert all(table[(state.apply_action(m).box, state.apply_action(m).player)] == left - 1 for m in best)
         for box, player in list(table)[:: max(1, len(table) // 5)]:  # a few states, checked by forward BFS
-            assert len(sk.solve(sk.Board(board.walls, board.goal, box, player))) == table[(box, player)]
+            assert len(world.solve(world.Board(board.walls, board.goal, box, player))) == table[(box, player)]
 
 
 # ----------------------------------------------------------------------------- symmetries
@@ -223,42 +223,42 @@ def test_remapped_moves_solve_the_transformed_board(boards):
     solvable = [(b, m) for b, m in boards if m][:10]
     for board, moves in solvable:
         keys = set()
-        for s in range(sk.N_SYMMETRIES):
-            turned = sk.transform(board, s)
-            mapped = [sk.move_map(s)[m] for m in moves]
+        for s in range(world.N_SYMMETRIES):
+            turned = world.transform(board, s)
+            mapped = [world.move_map(s)[m] for m in moves]
             assert replay(turned, mapped)[-1].is_goal()
-            assert len(sk.solve(turned)) == len(moves)
-            assert sk.canonical_key(turned) == sk.canonical_key(board)
+            assert len(world.solve(turned)) == len(moves)
+            assert world.canonical_key(turned) == world.canonical_key(board)
             keys.add(turned)
         assert len(keys) == 8  # random boards have no symmetry of their own
     board = solvable[0][0]
-    assert sk.transform(board, 0) == board and sk.transform(sk.transform(board, 4), 4) == board
+    assert world.transform(board, 0) == board and world.transform(world.transform(board, 4), 4) == board
     once = board
     for _ in range(4):
-        once = sk.transform(once, 1)
+        once = world.transform(once, 1)
     assert once == board
-    assert sorted(sk.move_map(5)) == list(range(5)) and sk.move_map(0) == (UP, DOWN, LEFT, RIGHT, UNDO)
-    assert sk.move_map(4) == (LEFT, RIGHT, UP, DOWN, UNDO)  # the transpose swaps rows and columns
-    assert sk.canonical_key(board) != sk.canonical_key(solvable[1][0])
+    assert sorted(world.move_map(5)) == list(range(5)) and world.move_map(0) == (UP, DOWN, LEFT, RIGHT, UNDO)
+    assert world.move_map(4) == (LEFT, RIGHT, UP, DOWN, UNDO)  # the transpose swaps rows and columns
+    assert world.canonical_key(board) != world.canonical_key(solvable[1][0])
     with pytest.raises(ValueError, match="symmetry"):
-        sk.move_map(8)
+        world.move_map(8)
 
 
 # ----------------------------------------------------------------------------- the generator
 
 
 def test_the_generator_is_seeded():
-    first = [sk.random_board(np.random.default_rng(3)) for _ in range(2)]
+    first = [world.random_board(np.random.default_rng(3)) for _ in range(2)]
     rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
     assert first[0] == first[1]
-    assert [sk.random_board(rng_a) for _ in range(20)] == [sk.random_board(rng_b) for _ in range(20)]
-    assert sk.random_board(np.random.default_rng(6)) != sk.random_board(np.random.default_rng(5))
+    assert [world.random_board(rng_a) for _ in range(20)] == [world.random_board(rng_b) for _ in range(20)]
+    assert world.random_board(np.random.default_rng(6)) != world.random_board(np.random.default_rng(5))
 
 
 def test_boards_are_two_rooms_with_a_few_walls_speckled():
     for seed in range(200):
-        rooms = sk.random_rooms(np.random.default_rng(seed))  # the same first draws as random_board's
-        board = sk.random_board(np.random.default_rng(seed))
+        rooms = world.random_rooms(np.random.default_rng(seed))  # the same first draws as random_board's
+        board = world.random_board(np.random.default_rng(seed))
         carved = np.zeros((8, 8), bool)
         for (top, bottom, left, right), area in zip(rooms, (10, 2)):
             assert 1 <= top <= bottom <= 6 and 1 <= left <= right <= 6
@@ -269,11 +269,11 @@ def test_boards_are_two_rooms_with_a_few_walls_speckled():
         assert (carved & ~floor).sum() <= 5  # at most 5 walls speckled
         assert len({board.goal, board.box}) == 2 and board.player != board.box
     with pytest.raises(ValueError, match="room_areas"):
-        sk.random_board(np.random.default_rng(0), room_areas=(37,))
+        world.random_board(np.random.default_rng(0), room_areas=(37,))
     with pytest.raises(ValueError, match="n_walls"):
-        sk.random_board(np.random.default_rng(0), n_walls=(3, 1))
+        world.random_board(np.random.default_rng(0), n_walls=(3, 1))
     with pytest.raises(ValueError, match="Generator"):
-        sk.random_board(0)
+        world.random_board(0)
 
 
 # ----------------------------------------------------------------------------- data
@@ -282,27 +282,27 @@ def test_boards_are_two_rooms_with_a_few_walls_speckled():
 @pytest.mark.parametrize("left, cls", [(None, 0), (0, 1), (1, 2), (3, 2), (4, 3), (11, 3), (12, 4), (32, 4), (33, 5),
                                        (89, 5), (90, 6), (10_000, 6)])
 def test_nsteps_bins(left, cls):
-    assert sk.nsteps_class(left) == cls
+    assert dataset.nsteps_class(left) == cls
 
 
 def test_nsteps_refuses_negative_counts():
     with pytest.raises(ValueError, match="moves_left"):
-        sk.nsteps_class(-1)
+        dataset.nsteps_class(-1)
 
 
 def test_a_detour_is_masked_and_undone():
-    board = sk.from_xsb(ROUND)
-    entry = sk.make_entry(board, rng=np.random.default_rng(0), p_detour=1.0)
+    board = world.from_xsb(ROUND)
+    entry = dataset.make_entry(board, rng=np.random.default_rng(0), p_detour=1.0)
     bad = entry.actions.index(UNDO) - 1
     assert entry.policy_mask[bad] is False and sum(entry.policy_mask) == len(entry.actions) - 2  # the bad move, the end
     assert entry.boards[bad + 2] == entry.boards[bad]  # UNDO went back
     assert entry.actions[bad] not in entry.optimal[bad] and UNDO in entry.optimal[bad + 1]
     assert entry.shortest == 6 and len(entry.actions) == 6 + 2 + 1
-    assert entry.nsteps[bad + 1] == sk.nsteps_class(6 - bad + 1)  # undo, then what was left
-    clean = sk.make_entry(board)
-    assert clean.nsteps == tuple(sk.nsteps_class(6 - t) for t in range(7)) and clean.actions[-1] == -1
+    assert entry.nsteps[bad + 1] == dataset.nsteps_class(6 - bad + 1)  # undo, then what was left
+    clean = dataset.make_entry(board)
+    assert clean.nsteps == tuple(dataset.nsteps_class(6 - t) for t in range(7)) and clean.actions[-1] == -1
     with pytest.raises(ValueError, match="rng"):
-        sk.make_entry(board, p_detour=0.5)
+        dataset.make_entry(board, p_detour=0.5)
 
 
 def test_entries_replay_under_every_symmetry(data):
@@ -318,43 +318,43 @@ def test_entries_replay_under_every_symmetry(data):
         assert not train.policy_mask[i, n - 1] and (train.nsteps[i, n:] == -1).all()
         if train.solvable[i]:
             assert boards[-1].is_goal() and train.nsteps[i, n - 1] == 1
-            assert train.solution_length[i] == len(sk.solve(boards[0]))
+            assert train.solution_length[i] == len(world.solve(boards[0]))
         else:
-            assert n == 1 and train.nsteps[i, 0] == sk.UNSOLVABLE
+            assert n == 1 and train.nsteps[i, 0] == dataset.UNSOLVABLE
     assert (train.actions == UNDO).sum() == (~train.policy_mask & (train.actions >= 0)).sum() > 0  # one mask per detour
     goals, planes = train.inputs(np.arange(3))
     assert goals.shape == (3, 5, 8, 8) and planes.shape == (3, train.box.shape[1], 5, 8, 8)
-    assert (planes[0, 0] == sk.to_channels(train.board(0))).all()
+    assert (planes[0, 0] == world.to_channels(train.board(0))).all()
     assert (goals[:, 3] == 0).all() and (goals[:, 4] == goals[:, 2]).all()  # the box on the goal, no player
 
 
 def test_held_out_boards_have_no_twin_in_training(data):
     train, held, val = data["train"], data["held_out"], data["val"]
-    train_keys = {sk.canonical_key(train.board(i)) for i in range(len(train))}
-    held_keys = {sk.canonical_key(held.board(i)) for i in range(len(held))}
-    val_keys = {sk.canonical_key(val.board(i)) for i in range(len(val))}
+    train_keys = {world.canonical_key(train.board(i)) for i in range(len(train))}
+    held_keys = {world.canonical_key(held.board(i)) for i in range(len(held))}
+    val_keys = {world.canonical_key(val.board(i)) for i in range(len(val))}
     assert len(train_keys) == 60 and len(held_keys) == 40 and len(val_keys) == 20
     assert not train_keys & held_keys and not val_keys & (train_keys | held_keys)
     assert val.solvable.sum() == 10 and not val.symmetry.any()
-    again = sk.make_data(30, 30, 40, seed=0, n_val=20)
+    again = dataset.make_data(30, 30, 40, seed=0, n_val=20)
     assert all((getattr(again["train"], f) == getattr(train, f)).all() for f in ("walls", "box", "player", "actions"))
-    bigger = sk.make_data(31, 30, 40, seed=0, n_val=20)["held_out"]
+    bigger = dataset.make_data(31, 30, 40, seed=0, n_val=20)["held_out"]
     assert (bigger.walls == held.walls).all() and (bigger.box == held.box).all()
-    assert not (sk.make_data(30, 30, 40, seed=1, n_val=20)["held_out"].walls == held.walls).all()
+    assert not (dataset.make_data(30, 30, 40, seed=1, n_val=20)["held_out"].walls == held.walls).all()
 
 
 def test_repeated_boards_and_their_twins_are_drawn_once():
     # One 3x3 room and nothing else: 18 solvable boards up to symmetry, so draws repeat all the time.
     small = dict(size=5, room_areas=(9,), n_walls=(0, 0))
-    data = sk.make_data(10, 10, 16, seed=0, n_val=0, **small)
+    data = dataset.make_data(10, 10, 16, seed=0, n_val=0, **small)
 
     def keys(d):
-        return [sk.canonical_key(d.board(i)) for i in range(len(d)) if d.symmetry[i] == 0]
+        return [world.canonical_key(d.board(i)) for i in range(len(d)) if d.symmetry[i] == 0]
 
     train, held = keys(data["train"]), keys(data["held_out"])
     assert len(set(train)) == 20 and len(set(held)) == 16 and not set(train) & set(held)
     with pytest.raises(RuntimeError, match="1 solvable and 0 unsolvable boards short"):
-        sk.make_data(11, 10, 16, seed=0, n_val=0, **small)  # 8 held out + 11 > 18
+        dataset.make_data(11, 10, 16, seed=0, n_val=0, **small)  # 8 held out + 11 > 18
 
 
 # ----------------------------------------------------------------------------- the environment
@@ -362,50 +362,52 @@ def test_repeated_boards_and_their_twins_are_drawn_once():
 
 def test_gymnasium_checks_the_environment():
     for mode in ("ansi", "rgb_array"):
-        env = sk.SokobanEnv(render_mode=mode)
-        env.spec = EnvSpec("toylib/Sokoban-v0", entry_point=sk.SokobanEnv)  # so the checker also tries each render mode
+        env = environment.SokobanEnv(render_mode=mode)
+        # so the checker also tries each render mode
+        env.spec = EnvSpec("toylib/Sokoban-v0", entry_point=environment.SokobanEnv)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             check_env(env)
 
 
 def test_the_environment_moves_undoes_and_solves():
-    env = sk.SokobanEnv(ROUND, render_mode="ansi")
+    env = environment.SokobanEnv(ROUND, render_mode="ansi")
     obs, _ = env.reset(seed=0)
     start = env.board
-    assert (obs == sk.to_channels(start)).all() and env.render() == ROUND + "\n"
+    assert (obs == world.to_channels(start)).all() and env.render() == ROUND + "\n"
     assert env.step(UNDO)[4] == {"moved": False}  # nothing to undo yet
     assert env.step(UP)[4] == {"moved": True} and env.step(UP)[4] == {"moved": False}  # the second UP: a wall
     env.step(UNDO)
     assert env.board == start
-    for m in sk.solve(start)[:-1]:
+    for m in world.solve(start)[:-1]:
         assert env.step(m)[1:4] == (0.0, False, False)
     before = env.board
     assert env.step(LEFT)[1:3] == (1.0, True)
     env.step(UNDO)
     assert env.board == before
-    rgb = sk.SokobanEnv(ROUND, render_mode="rgb_array")
+    rgb = environment.SokobanEnv(ROUND, render_mode="rgb_array")
     rgb.reset()
     image = rgb.render()
     assert image.shape == (128, 128, 3) and image.dtype == np.uint8
     centre = 2 * 16 + 8  # of row 2, and of column 2 (the player); the box is one square right
-    assert (image[centre, centre] == sk._RGB["player"]).all() and (image[centre, centre + 16] == sk._RGB["box"]).all()
-    random_level = sk.SokobanEnv()
+    assert (image[centre, centre] == world._RGB["player"]).all()
+    assert (image[centre, centre + 16] == world._RGB["box"]).all()
+    random_level = environment.SokobanEnv()
     random_level.reset(seed=1)
-    assert sk.solve(random_level.board) is not None
+    assert world.solve(random_level.board) is not None
     with pytest.raises(ValueError, match="actions are"):
         env.step(5)
     with pytest.raises(ValueError, match="render_mode"):
-        sk.SokobanEnv(render_mode="human")
+        environment.SokobanEnv(render_mode="human")
     with pytest.raises(ValueError, match="8x8"):
-        sk.SokobanEnv("#####\n#@$.#\n#####")
+        environment.SokobanEnv("#####\n#@$.#\n#####")
 
 
 # ----------------------------------------------------------------------------- the policy
 
 
 def tiny_config(**changes):
-    return sk.SokobanConfig(d_model=16, n_heads=2, n_layers=2, channels=8, conv_layers=2, **changes)
+    return net.SokobanConfig(d_model=16, n_heads=2, n_layers=2, channels=8, conv_layers=2, **changes)
 
 
 class Oracle(torch.nn.Module):
@@ -424,17 +426,17 @@ class Oracle(torch.nn.Module):
 
     def attend(self, goal, boards):
         b, t, _ = boards.shape
-        actions = torch.full((b, t, len(sk.ACTION_NAMES)), -10.0)
-        nsteps = torch.full((b, t, sk.N_NSTEPS), -10.0)
+        actions = torch.full((b, t, len(world.ACTION_NAMES)), -10.0)
+        nsteps = torch.full((b, t, dataset.N_NSTEPS), -10.0)
         for i in range(b):
             for j in range(t):
-                planes = boards[i, j].view(5, sk.SIZE, sk.SIZE).round().to(torch.uint8).numpy()
+                planes = boards[i, j].view(5, world.SIZE, world.SIZE).round().to(torch.uint8).numpy()
                 if planes[3].sum() != 1:  # padding: no player
                     continue
-                board = sk.from_channels(planes)
-                actions[i, j, sk.optimal_moves(board)] = 0.0
-                path = sk.solve(board)
-                nsteps[i, j, sk.nsteps_class(None if path is None else len(path))] = 0.0
+                board = world.from_channels(planes)
+                actions[i, j, world.optimal_moves(board)] = 0.0
+                path = world.solve(board)
+                nsteps[i, j, dataset.nsteps_class(None if path is None else len(path))] = 0.0
         return actions, nsteps, torch.zeros(b, 1, 1, t + 1, t + 1)
 
     def forward(self, goal, boards, lengths=None):
@@ -451,7 +453,7 @@ def test_the_policy_is_causal_and_the_baseline_sees_no_history(data):
     changed[:, 1] = changed[:, 2]  # another board at step 1
     for history in (True, False):
         torch.manual_seed(0)
-        model = sk.SokobanPolicy(tiny_config(history=history)).eval()
+        model = net.SokobanPolicy(tiny_config(history=history)).eval()
         with torch.no_grad():
             before, after = model(goal, boards)[0], model(goal, changed)[0]  # (B, T, 5)
         assert torch.equal(before[:, 0], after[:, 0])  # step 0 never sees step 1
@@ -461,9 +463,9 @@ def test_the_policy_is_causal_and_the_baseline_sees_no_history(data):
 
 def test_the_loss_counts_every_optimal_move(data):
     torch.manual_seed(0)
-    model = sk.SokobanPolicy(tiny_config())
-    batch = sk._batch(data["train"], np.arange(8))
-    _, metrics = sk.sokoban_loss(model, batch)
+    model = net.SokobanPolicy(tiny_config())
+    batch = net._batch(data["train"], np.arange(8))
+    _, metrics = net.sokoban_loss(model, batch)
     goal, boards, lengths, actions, mask, nsteps, optimal = batch
     with torch.no_grad():
         logits = model(goal, boards, lengths)[0]
@@ -476,47 +478,47 @@ def test_the_loss_counts_every_optimal_move(data):
 def test_an_oracle_scores_perfectly_and_solves_every_board_by_a_shortest_path(data):
     held = data["held_out"]
     oracle = Oracle()
-    acc = sk.accuracies(oracle, held)
+    acc = net.accuracies(oracle, held)
     assert acc.optimal == 1.0 and acc.solvability == 1.0 and acc.nsteps_top1 == 1.0
-    boards, optimal = sk.solvable_boards(held, limit=8)
+    boards, optimal = measure.solvable_boards(held, limit=8)
     for width in (None, 1, 4):
-        found = sk.solves(oracle, boards, optimal, width=width)
+        found = measure.solves(oracle, boards, optimal, width=width)
         assert found.rate == 1.0 and (found.lengths == optimal).all(), width
-    dead = sk.from_xsb(CORNER)
-    assert sk.solve_beam(oracle, dead, width=4) is None and sk.solve_greedy(oracle, [dead]) == [None]
+    dead = world.from_xsb(CORNER)
+    assert measure.solve_beam(oracle, dead, width=4) is None and measure.solve_greedy(oracle, [dead]) == [None]
 
 
 def test_solutions_found_replay_to_the_goal(data):
     torch.manual_seed(0)
-    model = sk.SokobanPolicy(tiny_config()).eval()  # untrained: it wanders, undoes, sometimes solves
-    boards, optimal = sk.solvable_boards(data["held_out"], limit=6)
-    for board, found in zip(boards, sk.solve_greedy(model, boards)):
+    model = net.SokobanPolicy(tiny_config()).eval()  # untrained: it wanders, undoes, sometimes solves
+    boards, optimal = measure.solvable_boards(data["held_out"], limit=6)
+    for board, found in zip(boards, measure.solve_greedy(model, boards)):
         if found is not None:
             assert replay(board, found)[-1].is_goal()
     for board in boards:
-        found = sk.solve_beam(model, board, 8)
+        found = measure.solve_beam(model, board, 8)
         if found is not None:
             assert replay(board, found)[-1].is_goal()
 
 
 def test_the_policy_refuses_what_it_cannot_read():
     with pytest.raises(ValueError, match="multiple of n_heads"):
-        sk.SokobanConfig(d_model=10, n_heads=4)
-    model = sk.SokobanPolicy(tiny_config(n_ctx=4))
+        net.SokobanConfig(d_model=10, n_heads=4)
+    model = net.SokobanPolicy(tiny_config(n_ctx=4))
     with pytest.raises(ValueError, match="holds 4 boards"):
         model.attend(torch.zeros(1, 16), torch.zeros(1, 5, 16))
-    small = sk.from_xsb("#####\n#@$.#\n#####", shape=None)
+    small = world.from_xsb("#####\n#@$.#\n#####", shape=None)
     with pytest.raises(ValueError, match="8x8"):
-        sk.Walks(model, [small])
+        measure.Walks(model, [small])
     with pytest.raises(ValueError, match="no boards"):
-        sk.Walks(model, [])
+        measure.Walks(model, [])
 
 
 def test_a_short_training_run_learns(data):
     # 100 steps on 60 boards: the mean training loss of steps 51-100 is 12 to 15 % below that of
     # steps 1-50 for seeds 0 to 3 (held-out loss needs far more training to move)
     config = tiny_config(steps=100, eval_every=50, warmup=10, lr=1e-2)
-    model, history = sk.train_sokoban(config, data, device="cpu", progress=False)
+    model, history = net.train_sokoban(config, data, device="cpu", progress=False)
     first, second = history.column("loss")
     assert second < 0.95 * first
     assert set(history.last) >= {"val_loss", "val_optimal", "val_solvability"}
@@ -528,14 +530,14 @@ def test_entries_longer_than_the_history_keep_their_first_boards(data):
     train = data["train"]
     index = np.flatnonzero(train.lengths > 5)[:4]
     assert len(index) == 4
-    whole, cut = sk._batch(train, index), sk._batch(train, index, n_ctx=5)
+    whole, cut = net._batch(train, index), net._batch(train, index, n_ctx=5)
     assert cut[1].shape[1] == 5 and cut[2].tolist() == [5] * 4
     for a, b in zip(whole[3:], cut[3:]):  # actions, mask, nsteps, optimal: the first 5 boards' labels
         assert torch.equal(a[:, :5], b)
     assert torch.equal(whole[1][:, :5], cut[1]) and torch.equal(whole[0], cut[0])
     config = tiny_config(n_ctx=5, steps=4, eval_every=2)
-    model, history = sk.train_sokoban(config, data, device="cpu", progress=False)
-    acc = sk.accuracies(model, train)
+    model, history = net.train_sokoban(config, data, device="cpu", progress=False)
+    acc = net.accuracies(model, train)
     assert history.steps == 4 and 0 <= acc.solvability <= 1
 
 
@@ -543,12 +545,12 @@ def test_side_by_side_training_learns_what_training_alone_learns(data):
     # the chapter trains its two policies in two processes at once: each must come back with
     # exactly the weights and history it gets trained here, alone, on one thread
     configs = [tiny_config(steps=6, eval_every=3, history=h) for h in (True, False)]
-    apart = sk.train_sokobans(configs, data, device="cpu", workers=2)
-    here = sk.train_sokobans(configs, data, device="cpu", workers=1)
+    apart = net.train_sokobans(configs, data, device="cpu", workers=2)
+    here = net.train_sokobans(configs, data, device="cpu", workers=1)
     for (m1, h1), (m2, h2) in zip(apart, here):
         assert m1.config == m2.config
         assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
         assert h1.column("loss") == h2.column("loss") and h1.steps == h2.steps == 6
-    assert sk.train_sokobans([], data, device="cpu") == []
+    assert net.train_sokobans([], data, device="cpu") == []
     with pytest.raises(ValueError, match="workers"):
-        sk.train_sokobans(configs, data, device="cpu", workers=0)
+        net.train_sokobans(configs, data, device="cpu", workers=0)

@@ -8,8 +8,8 @@ import pytest
 import torch
 from matplotlib import animation
 
-from toylib import sokoban as sk
-from toylib.sokoban import (
+from toylib.sokoban import dataset, net, world
+from toylib.sokoban.look import (
     NSTEPS_WORDS,
     animate_solve,
     draw_nsteps,
@@ -32,21 +32,21 @@ OPEN = """
 CORNER = OPEN.replace(" .  $", " .   ").replace("#      #\n# .", "#$     #\n# .")  # a box no push can move
 
 
-def tiny(n_ctx: int = 32, **kw) -> sk.SokobanPolicy:
+def tiny(n_ctx: int = 32, **kw) -> net.SokobanPolicy:
     torch.manual_seed(0)
-    return sk.SokobanPolicy(sk.SokobanConfig(d_model=16, channels=8, conv_layers=2, n_heads=2, n_ctx=n_ctx, **kw))
+    return net.SokobanPolicy(net.SokobanConfig(d_model=16, channels=8, conv_layers=2, n_heads=2, n_ctx=n_ctx, **kw))
 
 
 def test_the_levels():
-    board = sk.from_xsb(OPEN)
-    assert len(sk.solve(board)) == 6
-    assert sk.solve(sk.from_xsb(CORNER)) is None
+    board = world.from_xsb(OPEN)
+    assert len(world.solve(board)) == 6
+    assert world.solve(world.from_xsb(CORNER)) is None
 
 
 def test_nsteps_words_name_the_classes_of_nsteps_class():
-    assert len(NSTEPS_WORDS) == sk.N_NSTEPS and NSTEPS_WORDS[sk.UNSOLVABLE] == "unsolvable"
+    assert len(NSTEPS_WORDS) == dataset.N_NSTEPS and NSTEPS_WORDS[dataset.UNSOLVABLE] == "unsolvable"
     for n in range(200):
-        words = NSTEPS_WORDS[sk.nsteps_class(n)]
+        words = NSTEPS_WORDS[dataset.nsteps_class(n)]
         if words == "solved":
             assert n == 0
         elif words.endswith("+"):
@@ -57,8 +57,8 @@ def test_nsteps_words_name_the_classes_of_nsteps_class():
 
 
 def test_solve_frames_have_one_shape_and_each_row_sums_to_one_over_what_it_sees():
-    model, board = tiny(), sk.from_xsb(OPEN)
-    actions = sk.solve(board)
+    model, board = tiny(), world.from_xsb(OPEN)
+    actions = world.solve(board)
     frames = solve_frames(model, board, actions, width=12, px=4)
     t = len(actions) + 1
     assert frames.images.shape == (t, 32, 32, 3) and frames.images.dtype == np.uint8
@@ -69,8 +69,8 @@ def test_solve_frames_have_one_shape_and_each_row_sums_to_one_over_what_it_sees(
     assert frames.solved and frames.boards[-1].is_goal() and frames.actions == actions
     assert len(frames.titles) == t and frames.titles[0].startswith("step 0: nsteps ")
     assert frames.titles[-1].endswith("solved") and "then left" in frames.titles[-2]
-    assert frames.nsteps.shape == (t,) and set(frames.nsteps) <= set(range(sk.N_NSTEPS))
-    np.testing.assert_array_equal(frames.images[0], sk.render_rgb(board, 4))
+    assert frames.nsteps.shape == (t,) and set(frames.nsteps) <= set(range(dataset.N_NSTEPS))
+    np.testing.assert_array_equal(frames.images[0], world.render_rgb(board, 4))
     first = solve_frames(model, board, actions, layer=0)
     assert first.attention.shape == (t, 2, t + 1)  # the default width: this solve's
     assert not np.allclose(first.attention, frames.attention[:, :, : t + 1])  # another layer
@@ -96,50 +96,50 @@ def test_solve_frames_refuse_bad_input():
     with pytest.raises(ValueError, match="a Board or its XSB text"):
         solve_frames(model, np.zeros((8, 8)))
     with pytest.raises(ValueError, match="width"):
-        solve_frames(model, OPEN, [sk.RIGHT], width=2)
+        solve_frames(model, OPEN, [world.RIGHT], width=2)
     with pytest.raises(ValueError, match="layer"):
-        solve_frames(model, OPEN, [sk.RIGHT], layer=3)
+        solve_frames(model, OPEN, [world.RIGHT], layer=3)
     with pytest.raises(ValueError, match="action 2: up is not a legal move"):
-        solve_frames(model, OPEN, [sk.UP, sk.UP, sk.UP])
+        solve_frames(model, OPEN, [world.UP, world.UP, world.UP])
     with pytest.raises(ValueError, match="action 0 is undo"):
-        solve_frames(model, OPEN, [sk.UNDO])
+        solve_frames(model, OPEN, [world.UNDO])
     with pytest.raises(ValueError, match="1 to 32 boards"):
-        solve_frames(model, OPEN, [sk.LEFT, sk.RIGHT] * 16)
+        solve_frames(model, OPEN, [world.LEFT, world.RIGHT] * 16)
 
 
 def test_nsteps_along_a_solution_marks_bfs_moves_left():
-    board = sk.from_xsb(OPEN)
-    solution = sk.solve(board)
+    board = world.from_xsb(OPEN)
+    solution = world.solve(board)
     along = nsteps_along(tiny(), board)
-    assert along.actions == solution and along.probs.shape == (len(solution) + 1, sk.N_NSTEPS)
+    assert along.actions == solution and along.probs.shape == (len(solution) + 1, dataset.N_NSTEPS)
     np.testing.assert_allclose(along.probs.sum(-1), 1, atol=1e-5)
     left = [len(solution) - k for k in range(len(solution) + 1)]
     np.testing.assert_array_equal(along.moves_left, left)
-    np.testing.assert_array_equal(along.truth, [sk.nsteps_class(n) for n in left])
+    np.testing.assert_array_equal(along.truth, [dataset.nsteps_class(n) for n in left])
     np.testing.assert_array_equal(along.target, along.truth)  # no bad move: training agrees
 
 
 def test_a_bad_push_is_unsolvable_on_its_own_but_one_undo_from_the_way_in_training():
-    board = sk.from_xsb(OPEN)
-    solution = sk.solve(board)
+    board = world.from_xsb(OPEN)
+    solution = world.solve(board)
     step, move = first_deadlock(board)
-    assert (step, move) == (1, sk.UP)  # right, then up pushes the box against the top wall
+    assert (step, move) == (1, world.UP)  # right, then up pushes the box against the top wall
     before = board.apply_action(solution[0])
     dead = before.apply_action(move)
-    assert dead.box != before.box and sk.solve(dead) is None
-    detour = solution[:step] + [move, sk.UNDO] + solution[step:]
+    assert dead.box != before.box and world.solve(dead) is None
+    detour = solution[:step] + [move, world.UNDO] + solution[step:]
     along = nsteps_along(tiny(), board, detour)
     assert along.boards[step + 1] == dead and along.boards[step + 2] == along.boards[step]
-    assert along.truth[step + 1] == sk.UNSOLVABLE and along.moves_left[step + 1] == -1
+    assert along.truth[step + 1] == dataset.UNSOLVABLE and along.moves_left[step + 1] == -1
     left_before = len(solution) - step
-    assert along.target[step + 1] == sk.nsteps_class(left_before + 1)  # undo, then the way
+    assert along.target[step + 1] == dataset.nsteps_class(left_before + 1)  # undo, then the way
     assert (np.delete(along.truth, step + 1) == np.delete(along.target, step + 1)).all()
     assert first_deadlock(board, []) is None  # no push from the start
     assert first_deadlock(CORNER) is None  # already dead
     alone = nsteps_along(tiny(), dead)  # the dead board as a start: nothing to undo
-    assert alone.actions == [] and list(alone.truth) == list(alone.target) == [sk.UNSOLVABLE]
-    corner = nsteps_along(tiny(), CORNER, [sk.LEFT])
-    assert list(corner.truth) == list(corner.target) == [sk.UNSOLVABLE] * 2
+    assert alone.actions == [] and list(alone.truth) == list(alone.target) == [dataset.UNSOLVABLE]
+    corner = nsteps_along(tiny(), CORNER, [world.LEFT])
+    assert list(corner.truth) == list(corner.target) == [dataset.UNSOLVABLE] * 2
     fig, ax = plt.subplots()
     draw_nsteps(ax, along, "a detour")
     assert ax.get_title() == "a detour" and len(ax.collections) == 2  # truth, and the one target apart
@@ -164,11 +164,11 @@ def button(widget, description: str):
     return b
 
 
-def shown(widget) -> sk.Board:
+def shown(widget) -> world.Board:
     """The board on screen, read back from the grid's XSB glyphs."""
     (grid,) = [w for w in parts(widget) if isinstance(w, ipywidgets.GridBox)]
     glyphs = [b.description for b in grid.children]
-    return sk.from_xsb("\n".join("".join(glyphs[r * 8 : r * 8 + 8]) for r in range(8)))
+    return world.from_xsb("\n".join("".join(glyphs[r * 8 : r * 8 + 8]) for r in range(8)))
 
 
 def status(widget) -> str:
@@ -177,13 +177,13 @@ def status(widget) -> str:
 
 
 def test_the_widget_plays_and_undoes_moves():
-    board = sk.from_xsb(OPEN)
+    board = world.from_xsb(OPEN)
     widget = sokoban_widget(tiny(), board)
     assert shown(widget) == board
     assert "Breadth-first search: <b>6 moves left</b>" in status(widget)
     assert button(widget, "undo").disabled
     button(widget, "right").click()
-    moved = board.apply_action(sk.RIGHT)
+    moved = board.apply_action(world.RIGHT)
     assert shown(widget) == moved and "<b>5 moves left</b>" in status(widget)
     assert not button(widget, "undo").disabled
     button(widget, "undo").click()
@@ -192,9 +192,9 @@ def test_the_widget_plays_and_undoes_moves():
     assert shown(widget) == board
     (grid,) = [w for w in parts(widget) if isinstance(w, ipywidgets.GridBox)]
     grid.children[2 * 8 + 4].click()  # the square above the player
-    assert shown(widget) == board.apply_action(sk.UP)
+    assert shown(widget) == board.apply_action(world.UP)
     grid.children[0].click()  # a wall far away: nothing happens
-    assert shown(widget) == board.apply_action(sk.UP)
+    assert shown(widget) == board.apply_action(world.UP)
     button(widget, "undo").click()
     button(widget, "right").click()
     button(widget, "up").click()  # the box against the top wall
@@ -206,29 +206,29 @@ def test_the_model_button_plays_its_most_likely_legal_action():
     with torch.no_grad():  # the policy prefers undo (not legal at the start), then left
         model.action_head.weight.zero_()
         model.action_head.bias.copy_(torch.tensor([0.0, 1.0, 5.0, 2.0, 9.0]))
-    board = sk.from_xsb(OPEN)
+    board = world.from_xsb(OPEN)
     widget = sokoban_widget(model, board)
-    p_left = torch.softmax(model.action_head.bias, -1)[sk.LEFT]
+    p_left = torch.softmax(model.action_head.bias, -1)[world.LEFT]
     assert f"the model suggests <b>left</b> (p = {p_left:.2f})" in status(widget)
     assert "its nsteps estimate: <b>" in status(widget)
     button(widget, "model's move").click()
-    assert shown(widget) == board.apply_action(sk.LEFT)
+    assert shown(widget) == board.apply_action(world.LEFT)
     button(widget, "model's move").click()  # now undo is legal, and the policy's favourite
     assert shown(widget) == board
 
 
 def test_the_widget_finishes_a_level_and_draws_new_ones():
-    board = sk.from_xsb(OPEN)
+    board = world.from_xsb(OPEN)
     widget = sokoban_widget(tiny(), board)
-    for a in sk.solve(board):
-        button(widget, sk.ACTION_NAMES[a]).click()
+    for a in world.solve(board):
+        button(widget, world.ACTION_NAMES[a]).click()
     assert shown(widget).is_goal() and "<b>solved</b> in 6 moves (the fewest: 6)" in status(widget)
     assert all(button(widget, name).disabled for name in ("up", "down", "left", "right", "model's move"))
     button(widget, "new level").click()
     level = shown(widget)
-    assert level != board and sk.solve(level) is not None and not level.is_goal()
+    assert level != board and world.solve(level) is not None and not level.is_goal()
     again = sokoban_widget(tiny(), seed=3)
-    assert shown(again) == shown(sokoban_widget(tiny(), seed=3)) and sk.solve(shown(again)) is not None
+    assert shown(again) == shown(sokoban_widget(tiny(), seed=3)) and world.solve(shown(again)) is not None
 
 
 def test_a_full_history_starts_again_from_the_board_reached():

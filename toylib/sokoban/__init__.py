@@ -1,0 +1,41 @@
+"""Sokoban with one box: the world, its ground truth, the data, and a transformer policy
+that plays it.
+
+Retells T. A. Wheeler, "A Transformer Sokoban Policy" and "Transformers - How and Why They
+Work" (2024). A board is an 8x8 grid of walls and floor with one goal, one box and the player.
+The player moves up, down, left or right, pushing the box when it stands in the way, and may
+undo a move; the board is solved when the box stands on the goal. The policy reads each board
+as 5 channels (wall, floor, goal, player, box), one token per board, and a causal transformer
+over the goal and the boards so far learns from shortest solutions which move to make and how
+many moves are left ("nsteps"), or that no moves can solve the board at all.
+
+Ground truth is `toylib.search`. With one box a board's states are (box square, player square)
+pairs, about a thousand, so breadth-first search answers exhaustively, never with a time-out,
+whether a board can be solved and in how few moves. Run backwards from the solved states, one
+BFS gives every state's distance to the goal, and so the set of moves that keep a shortest
+solution. A* with a push-distance heuristic, the post's solver, is the core's `astar`. Solving
+with the policy goes through the core's `greedy_decode` and `beam_search` (see `Walks`).
+
+Unlike the original, every board comes from one seeded generator, solutions are shortest in
+moves (the post's A* minimised pushes), the nsteps target counts the moves *left* (the post's
+first code gave the whole solution's length at every step), no held-out board has a rotated or
+mirrored twin among the training boards, training stops on validation boards of its own, and
+the policy learns every optimal move of a board, not the one its solver happened to take.
+
+The chapter's rooms, in the reader's order:
+
+- `world.py`    the board and its moves, XSB text and the policy's 5 planes, ground truth
+                (BFS, the backward BFS of `moves_to_goal`, A* with `push_distance`), the 8
+                symmetries, the post's generator, and `render_rgb`; no torch
+- `env.py`      `SokobanEnv`, the board as a Gymnasium environment
+- `dataset.py`  training entries (`make_entry`, the nsteps classes), `SokobanSet`, `augment`,
+                `draw_boards` and `make_data`
+- `net.py`      `SokobanConfig`, `BoardEncoder`, `SokobanPolicy`, `sokoban_loss`, the
+                teacher-forced `accuracies`, `train_sokoban(s)`
+- `measure.py`  solving with the policy (`Walks`, `solve_greedy`, `solve_beam`), `Solves`,
+                the post's table, `sokoban_targets` and the command line (`CHAPTER`, `main`)
+- `look.py`     looking inside: `solve_frames`, `animate_solve`, `nsteps_along`,
+                `first_deadlock`, `draw_nsteps`, and `sokoban_widget`, a level to play
+
+Run it as `python -m toylib.sokoban`.
+"""

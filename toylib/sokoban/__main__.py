@@ -1,0 +1,2 @@
+from toylib.sokoban.measure import main
+main()

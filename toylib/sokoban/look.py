@@ -1,0 +1,401 @@
+"""Looking inside the Sokoban policy: the frames and animation of a solve with its attention,
+the nsteps head along a solution beside the truth, the first push that kills a board, and
+`sokoban_widget`, a level to play beside the policy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from matplotlib import animation
+from matplotlib.axes import Axes
+
+from toylib.decode import greedy_decode
+from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, _replay, nsteps_class
+from toylib.sokoban.measure import START, Walks
+from toylib.sokoban.net import SokobanPolicy
+from toylib.sokoban.world import (
+    _RGB,
+    ACTION_NAMES,
+    BOX,
+    BOX_ON_GOAL,
+    DOWN,
+    FLOOR,
+    GOAL,
+    LEFT,
+    MOVES,
+    PLAYER,
+    PLAYER_ON_GOAL,
+    RIGHT,
+    SIZE,
+    STEP,
+    UNDO,
+    UP,
+    WALL,
+    Board,
+    encode,
+    from_xsb,
+    moves_to_goal,
+    push_distance,
+    random_board,
+    render_rgb,
+    solve,
+    to_xsb,
+)
+
+# ----------------------------------------------------------------------------- looking inside
+
+# Each nsteps class in words: UNSOLVABLE, then the moves left that `nsteps_class` puts in it.
+NSTEPS_WORDS = ("unsolvable", "solved", "1..3", "4..11", "12..32", "33..89", "90+")
+
+
+def _as_board(board: Board | str) -> Board:
+    """A Board of the policy's size, from a Board or its XSB text."""
+    if isinstance(board, str):
+        board = from_xsb(board)
+    if not isinstance(board, Board):
+        raise ValueError(f"a board is a Board or its XSB text, got {type(board).__name__}")
+    if board.shape != (SIZE, SIZE):
+        raise ValueError(f"the policy reads {SIZE}x{SIZE} boards, got {board.shape[0]}x{board.shape[1]}")
+    return board
+
+
+def _visit(board: Board, actions: Sequence[int]) -> list[Board]:
+    """The boards that `actions` pass through from `board`, start first: the history the
+    policy reads. UNDO goes back one move, to the board before it, which joins the history
+    again (as in `Walks` and in training)."""
+    stack, visited = [board], [board]
+    for k, action in enumerate(actions):
+        if action == UNDO:
+            if len(stack) == 1:
+                raise ValueError(f"action {k} is undo, with no move to take back")
+            stack.pop()
+        else:
+            try:
+                stack.append(stack[-1].apply_action(action))
+            except ValueError as e:
+                raise ValueError(f"action {k}: {e}") from None
+        visited.append(stack[-1])
+    return visited
+
+
+@contextlib.contextmanager
+def _evaluating(model: SokobanPolicy) -> Iterator[None]:
+    """The model in eval mode and without gradients, put back as it was afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def _read(model: SokobanPolicy, boards: Sequence[Board]) -> tuple[torch.Tensor, ...]:
+    """One teacher-forced pass over a history (start first): (action logits (T, 5), nsteps
+    logits (T, N_NSTEPS), patterns (layer, head, T + 1, T + 1)), on the CPU. Attention is
+    causal, so row t is what the policy makes of board t having seen boards 0..t only."""
+    if not boards or len(boards) > model.config.n_ctx:
+        raise ValueError(f"the policy reads 1 to {model.config.n_ctx} boards, got {len(boards)}")
+    device = next(model.parameters()).device
+    walls = np.stack([b.grid for b in boards])  # (T, rows, cols)
+    planes = encode(walls, [b.goal for b in boards], [b.box for b in boards],
+                    [b.player for b in boards])  # (T, 5, rows, cols)
+    goal = encode(walls[0], boards[0].goal, boards[0].goal, -1)  # (5, rows, cols): no player
+    with _evaluating(model):
+        action, nsteps, patterns = model(torch.from_numpy(goal[None]).to(device),
+                                         torch.from_numpy(planes[None]).to(device))[:3]
+    return action[0].cpu(), nsteps[0].cpu(), patterns[0].cpu()
+
+
+def _greedy_walk(model: SokobanPolicy, board: Board) -> list[int]:
+    """The actions `solve_greedy` plays from `board`, kept whether or not they solve it."""
+    if board.is_goal():
+        return []
+    with _evaluating(model):
+        walks = Walks(model, [board])
+        start = torch.full((1, 1), START, device=walks.device)
+        out = greedy_decode(walks.next_logp, start, max_len=model.config.n_ctx, legal=walks.legal,
+                            done=walks.done, pad=START)
+    return [int(a) for a in out.tokens[0, 1 : int(out.lengths[0])]]
+
+
+class SolveFrames(NamedTuple):
+    """A solve by the policy, one frame per board of its history (T boards)."""
+
+    boards: list[Board]  # (T,) the boards visited, start first
+    actions: list[int]  # (T - 1,) the action taken from each board but the last
+    images: np.ndarray  # (T, rows * px, cols * px, 3) uint8: `render_rgb` of each board
+    attention: np.ndarray  # (T, heads, width): board t's pattern over [goal, board 0..t], 0 beyond
+    nsteps: np.ndarray  # (T,) the nsteps class the policy gives each board
+    titles: list[str]  # (T,) step, the nsteps class in words, the action taken
+    solved: bool  # the last board has the box on the goal
+
+
+def solve_frames(model: SokobanPolicy, board: Board | str, actions: Sequence[int] | None = None,
+                 layer: int = -1, width: int | None = None, px: int = 16) -> SolveFrames:
+    """What an animation of the policy solving `board` needs: each board of the solve, and
+    where that board's token looks in `layer`, head by head, over the goal and the boards so
+    far. The actions are the policy's greedy play (`solve_greedy`'s, kept even when it fails)
+    unless `actions` are given (a `solve_beam` result, or BFS's `solve`), and the patterns
+    come from one teacher-forced pass over the boards, which is what the policy saw at each
+    step (its attention is causal).
+
+    The last layer by default: its output is all the action and nsteps heads read, and its
+    heads are kept apart because they look at different boards (a mean over heads or layers
+    would blur a head that looks at the goal into one that looks at the board before).
+    Each pattern row is padded with zeros to `width` keys (default T + 1, this solve's), so
+    that every frame has one shape; a longer width lines up solves of different lengths."""
+    board = _as_board(board)
+    actions = _greedy_walk(model, board) if actions is None else [int(a) for a in actions]
+    boards = _visit(board, actions)
+    t = len(boards)
+    width = t + 1 if width is None else width
+    if not isinstance(width, (int, np.integer)) or width < t + 1:
+        raise ValueError(f"width must hold the goal and all {t} boards, at least {t + 1}; got {width!r}")
+    n_layers = model.config.n_layers
+    if not isinstance(layer, (int, np.integer)) or not -n_layers <= layer < n_layers:
+        raise ValueError(f"layer is -{n_layers}..{n_layers - 1}, got {layer!r}")
+    _, nsteps_logits, patterns = _read(model, boards)  # (T, N_NSTEPS), (layer, head, T + 1, T + 1)
+    attention = np.zeros((t, model.config.n_heads, width), np.float32)
+    attention[:, :, : t + 1] = patterns[layer, :, 1:].transpose(0, 1).numpy()  # (T, head, T + 1): board queries
+    nsteps = nsteps_logits.argmax(-1).numpy()  # (T,)
+    titles = []
+    for k, here in enumerate(boards):
+        then = (f"then {ACTION_NAMES[actions[k]]}" if k < len(actions)
+                else "solved" if here.is_goal() else "not solved")
+        titles.append(f"step {k}: nsteps {NSTEPS_WORDS[nsteps[k]]}; {then}")
+    images = np.stack([render_rgb(b, px) for b in boards])  # (T, rows * px, cols * px, 3)
+    return SolveFrames(boards, actions, images, attention, nsteps, titles, boards[-1].is_goal())
+
+
+def animate_solve(frames: SolveFrames, size: float = 2.4, dpi: int = 70,
+                  interval: int = 600) -> animation.FuncAnimation:
+    """The board beside its attention, one frame per step: heads down, keys across (the goal,
+    then boards 0, 1, ...), the keys the board cannot see yet left blank and its own key
+    outlined. Show it with `toylib.plot.show_animation`. (`toylib.plot.animate` draws 2-D
+    arrays with one colour map; a board is an RGB image, hence this helper.)"""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    t, heads, width = frames.attention.shape
+    shown = np.where(np.arange(width) <= np.arange(t)[:, None, None] + 1, frames.attention, np.nan)
+    fig, (ax_board, ax_att) = plt.subplots(1, 2, figsize=(size * 2.8, size + 0.5), dpi=dpi,
+                                           gridspec_kw={"width_ratios": [1, 1.8]})
+    board = ax_board.imshow(frames.images[0], interpolation="nearest")
+    ax_board.set_axis_off()
+    att = ax_att.imshow(shown[0], cmap="magma", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    every = max(1, width // 8)
+    ticks = [0, *range(1 + every, width, every)]  # board 0 (key 1) unlabelled: "goal" needs the room
+    ax_att.set_xticks(ticks, ["goal" if k == 0 else str(k - 1) for k in ticks], fontsize=7)
+    ax_att.set_yticks(range(heads), [f"head {h}" for h in range(heads)], fontsize=7)
+    ax_att.set_xlabel("key: the goal, then board 0, 1, ...", fontsize=7)
+    own = ax_att.add_patch(Rectangle((0.5, -0.5), 1, heads, fill=False, ec="#17becf", lw=1.5))
+    title = fig.suptitle(frames.titles[0], fontsize=9)
+    fig.tight_layout()
+
+    def draw(k: int):
+        board.set_data(frames.images[k])
+        att.set_data(shown[k])
+        own.set_x(k + 0.5)  # board k is key k + 1
+        title.set_text(frames.titles[k])
+        return board, att, own
+
+    anim = animation.FuncAnimation(fig, draw, frames=t, interval=interval, blit=False)
+    plt.close(fig)  # the animation keeps the figure; a stray static copy would show otherwise
+    return anim
+
+
+class NstepsAlong(NamedTuple):
+    """The policy's nsteps head at each board of a history (T boards), beside the truth."""
+
+    boards: list[Board]  # (T,) the boards visited, start first
+    actions: list[int]  # (T - 1,)
+    probs: np.ndarray  # (T, N_NSTEPS) the policy's probability of each nsteps class
+    moves_left: np.ndarray  # (T,) BFS's fewest moves from each board on its own; -1: none can solve it
+    truth: np.ndarray  # (T,) nsteps_class of moves_left: UNSOLVABLE where the board is dead
+    target: np.ndarray  # (T,) training's label: UNDO is a move, so a dead board after a bad push is not UNSOLVABLE
+
+
+def nsteps_along(model: SokobanPolicy, board: Board | str, actions: Sequence[int] | None = None) -> NstepsAlong:
+    """The nsteps class probabilities the policy gives each board it is shown, teacher-forced
+    along `actions` from `board` (default: BFS's shortest solution; no moves when the board
+    cannot be solved), beside two answers. `truth` is the board's own: BFS from it alone,
+    UNSOLVABLE when it is dead. `target` is the label training used: with UNDO a move, a
+    board reached by a bad push is one undo more than the board before it, so only a board
+    dead from the start is labelled UNSOLVABLE. The two differ exactly after such a push."""
+    board = _as_board(board)
+    if actions is None:
+        actions = solve(board) or []
+    actions = [int(a) for a in actions]
+    boards = _visit(board, actions)
+    table = moves_to_goal(board)  # one table serves every board: they share walls and goal
+    left = np.array([table.get((b.box, b.player), -1) for b in boards])  # (T,)
+    truth = np.array([nsteps_class(int(n) if n >= 0 else None) for n in left])
+    if left[0] >= 0:
+        target = np.array(_replay(board, actions, table, None).nsteps)
+    else:  # every board reached from a dead one is dead too
+        target = np.full(len(boards), UNSOLVABLE)
+    _, nsteps_logits, _ = _read(model, boards)  # (T, N_NSTEPS)
+    probs = torch.softmax(nsteps_logits, -1).numpy()
+    return NstepsAlong(boards, actions, probs, left, truth, target)
+
+
+def first_deadlock(board: Board | str, actions: Sequence[int] | None = None) -> tuple[int, int] | None:
+    """(step, move): the first board along `actions` (default: BFS's solution) that can still
+    be solved, and is not yet, where a legal push leaves it dead, and that push; None if
+    there is none.
+    Only a push can kill a board: the player can always walk back."""
+    board = _as_board(board)
+    actions = (solve(board) or []) if actions is None else list(actions)
+    table = moves_to_goal(board)
+    for k, here in enumerate(_visit(board, actions)):
+        if here.is_goal() or (here.box, here.player) not in table:
+            continue
+        for move in here.legal_actions():
+            after = here.apply_action(move)
+            if after.box != here.box and (after.box, after.player) not in table:
+                return k, move
+    return None
+
+
+def draw_nsteps(ax: Axes, along: NstepsAlong, title: str | None = None) -> Axes:
+    """The nsteps probabilities as a heat map, classes down and steps across, with the truth
+    of each board (circles) and, where training taught otherwise, its target (crosses)."""
+    t = len(along.boards)
+    ax.imshow(along.probs.T, cmap="Blues", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    steps = np.arange(t)
+    ax.scatter(steps, along.truth, s=40, facecolors="none", edgecolors="#d62728", lw=1.5, label="truth")
+    other = along.target != along.truth
+    if other.any():
+        ax.scatter(steps[other], along.target[other], s=40, marker="x", c="#ff7f0e",
+                   label="training's target")
+    ax.set_yticks(range(N_NSTEPS), NSTEPS_WORDS, fontsize=7)
+    ax.set_xticks(steps[:: max(1, t // 10)])
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_xlabel("step", fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
+
+
+# ----------------------------------------------------------------------------- a level to play
+
+_CELLS = (FLOOR, WALL, GOAL, BOX, BOX_ON_GOAL, PLAYER, PLAYER_ON_GOAL)  # a grid cell holds its XSB glyph's index
+_COLOURS = dict(zip(_CELLS, ("floor", "wall", "goal", "box", "box_on_goal", "player", "player")))
+
+
+def _cells(board: Board) -> np.ndarray:
+    """(rows, cols) ints for the grid: each square's XSB glyph, as its index in _CELLS."""
+    return np.array([[_CELLS.index(ch) for ch in line] for line in to_xsb(board).split("\n")])
+
+
+def _cell_style(value: int) -> tuple[str, str]:
+    return _CELLS[value], "#%02x%02x%02x" % _RGB[_COLOURS[_CELLS[value]]]
+
+
+def _random_level(rng: np.random.Generator) -> Board:
+    """A random board that can be solved (push_distance throws most dead ones out at once)."""
+    while True:
+        board = random_board(rng)
+        if push_distance(board) < float("inf") and solve(board) is not None:
+            return board
+
+
+def _moves_left_words(n: int | None, can_undo: bool) -> str:
+    if n is None:
+        return "no solution from this board" + (" (undo!)" if can_undo else "")
+    return "solved" if n == 0 else f"{n} moves left"
+
+
+def sokoban_widget(model: SokobanPolicy, board: Board | str | None = None, seed: int = 0):
+    """A level to play (default: a random solvable one, drawn with `seed`). The arrow buttons
+    (or a click on a square next to the player) move, "undo" takes a move back, "model's
+    move" plays the policy's most likely legal action, "new level" draws another. Below the
+    board: the policy's suggestion with its probability (of all five actions) and its
+    nsteps estimate, and BFS's fewest moves left for comparison. The policy reads the boards
+    visited, undone ones too, as in training; when its history is full, play starts again
+    from the board reached.
+    Needs a running kernel (Jupyter, Colab)."""
+    import ipywidgets as w
+
+    from toylib.widgets import BoardGrid
+
+    rng = np.random.default_rng(seed)
+    level = _random_level(rng) if board is None else _as_board(board)
+    grid = BoardGrid(_cells(level), style=_cell_style, cell_px=30)
+    buttons = {a: w.Button(description=ACTION_NAMES[a], layout=w.Layout(width="70px")) for a in (*MOVES, UNDO)}
+    suggest, new = w.Button(description="model's move"), w.Button(description="new level")
+    status = w.HTML()
+    state: dict = {}
+
+    def reset(start: Board, note: str = "") -> None:
+        state.update(stack=[start], history=[start], note=note)
+        if note == "":  # a new level: a new table and a new count
+            state.update(table=moves_to_goal(start), moves=0, shortest=len(solve(start) or []))
+        show()
+
+    def show() -> None:
+        stack, history = state["stack"], state["history"]
+        here = stack[-1]
+        grid.set(_cells(here))
+        legal = [] if here.is_goal() else here.legal_actions()
+        legal += [UNDO] if len(stack) > 1 else []
+        for a, button in buttons.items():
+            button.disabled = a not in legal
+        action_logits, nsteps_logits, _ = _read(model, history)
+        logits = action_logits[-1]  # (5,): after the boards so far
+        allowed = torch.zeros(len(ACTION_NAMES), dtype=torch.bool)
+        allowed[legal] = True
+        best = int(logits.masked_fill(~allowed, -torch.inf).argmax()) if legal else None
+        state["best"] = best
+        suggest.disabled = best is None or here.is_goal()
+        p = torch.softmax(logits, -1)
+        words = NSTEPS_WORDS[int(nsteps_logits[-1].argmax())]
+        estimate = f"{words} moves left" if words[0].isdigit() else words
+        bfs = _moves_left_words(state["table"].get((here.box, here.player)), len(stack) > 1)
+        if here.is_goal():
+            line = f"<b>solved</b> in {state['moves']} moves (the fewest: {state['shortest']})"
+        elif best is None:
+            line = "no legal move"
+        else:
+            line = f"the model suggests <b>{ACTION_NAMES[best]}</b> (p = {float(p[best]):.2f})"
+        status.value = (f"{line}; its nsteps estimate: <b>{estimate}</b>. "
+                        f"Breadth-first search: <b>{bfs}</b>.{state['note']}")
+
+    def play(action: int | None) -> None:
+        stack, here = state["stack"], state["stack"][-1]
+        if action == UNDO and len(stack) > 1:
+            stack.pop()
+        elif action in MOVES and not here.is_goal() and action in here.legal_actions():
+            stack.append(here.apply_action(action))
+        else:
+            return
+        state["moves"] += 1
+        if len(state["history"]) == model.config.n_ctx:
+            reset(stack[-1], f" (The model's history of {model.config.n_ctx} boards was full: "
+                             "play goes on from this board as a new start.)")
+            return
+        state["history"].append(stack[-1])
+        state["note"] = ""
+        show()
+
+    def clicked(row: int, col: int) -> None:
+        r, c = divmod(state["stack"][-1].player, SIZE)
+        for move, (dr, dc) in zip(MOVES, STEP):
+            if (r + dr, c + dc) == (row, col):
+                play(move)
+
+    grid.on_click = clicked
+    for a, button in buttons.items():
+        button.on_click(lambda _, a=a: play(a))
+    suggest.on_click(lambda _: play(state["best"]))
+    new.on_click(lambda _: reset(_random_level(rng)))
+    reset(level)
+    controls = w.VBox([w.HBox([buttons[UP], buttons[DOWN]]), w.HBox([buttons[LEFT], buttons[RIGHT]]),
+                       buttons[UNDO], suggest, new])
+    return w.VBox([w.HBox([grid.widget, controls]), status])

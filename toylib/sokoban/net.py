@@ -1,0 +1,279 @@
+"""The Sokoban policy: its config, the convolutional `BoardEncoder`, `SokobanPolicy` (a causal
+transformer over the goal and the boards so far, with an action head and an nsteps head),
+its loss, the teacher-forced `accuracies`, and `train_sokoban(s)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from toylib.attention import Encoder
+from toylib.device import pick_device, seed_everything
+from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, SokobanSet, make_data
+from toylib.sokoban.world import ACTION_NAMES, CHANNELS
+from toylib.train import History, TrainOptions, fit, side_by_side
+
+# ----------------------------------------------------------------------------- the policy
+
+
+@dataclasses.dataclass(frozen=True)
+class SokobanConfig:
+    """A policy and how to train it. The defaults reach the chapter's targets."""
+
+    d_model: int = 64  # width of every token
+    n_heads: int = 8
+    n_layers: int = 3  # transformer blocks over the history (the post: 3)
+    channels: int = 32  # width of the convolutional board encoder
+    conv_layers: int = 6  # 3x3 convolutions per board, all but the first residual
+    n_ctx: int = 32  # boards a history holds, the goal board not counted (the post: 32)
+    history: bool = True  # False: the baseline, each board sees only itself and the goal
+    dropout: float = 0.0
+    steps: int = 2_500  # batches (cosine decay over them): about 3 min on one CPU thread
+    batch_size: int = 32  # entries per batch (the post: 32)
+    lr: float = 6e-3  # peak learning rate (AdamW): 3e-3 learns more slowly, 1e-2 no better
+    warmup: int = 100
+    weight_decay: float = 0.0
+    grad_clip: float | None = 1.0
+    eval_every: int = 1_000  # steps between validations
+    log_every: int = 100  # steps between records of the training loss, for its curve
+    n_solvable: int = 4_000  # training boards that can be solved (the post: 4,000) ...
+    n_unsolvable: int = 4_000  # ... and that cannot (the post: 4,000), each under 8 symmetries
+    n_held_out: int = 4_000  # held-out boards, half of them solvable (the post: 4,000)
+    data_seed: int = 0  # which boards: `make_data(seed=data_seed)`
+    seed: int = 0  # initial weights and batch order
+
+    def __post_init__(self):
+        if self.d_model < 1 or self.n_heads < 1 or self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be a positive multiple of n_heads ({self.n_heads})")
+        if min(self.n_layers, self.channels, self.conv_layers, self.n_ctx, self.batch_size) < 1:
+            raise ValueError("n_layers, channels, conv_layers, n_ctx and batch_size must be at least 1")
+
+    def train_options(self) -> TrainOptions:
+        return TrainOptions(steps=self.steps, lr=self.lr, weight_decay=self.weight_decay, schedule="cosine",
+                            warmup=self.warmup, grad_clip=self.grad_clip, eval_every=self.eval_every,
+                            log_every=self.log_every, monitor="val_loss", restore_best=True)
+
+
+class BoardEncoder(nn.Module):
+    """A board's 5 planes to one token: a 3x3 convolution, then `layers - 1` more that each add
+    their output to their input (residual, so that a stack deep enough to see across the board
+    still trains), then each channel's maximum and mean over the squares, and a linear map of
+    those to the token.
+
+    Pooling over the squares, rather than mapping the whole feature map, makes the token the
+    same wherever on the board a pattern sits, so what the encoder learns in one place holds in
+    every place: after six layers each square's features already describe what lies within six
+    squares of it (the box, the player, the walls beside them), which is what the moves depend
+    on. The maximum says whether a feature fires anywhere (a box stuck in a corner), the mean
+    how much of the board it covers. Against a linear map of the whole feature map (this
+    encoder's earlier form) it picks more shortest-solution moves, with fewer parameters."""
+
+    def __init__(self, channels: int, layers: int, d_model: int):
+        super().__init__()
+        self.first = nn.Conv2d(len(CHANNELS), channels, 3, padding=1)
+        self.convs = nn.ModuleList(nn.Conv2d(channels, channels, 3, padding=1) for _ in range(layers - 1))
+        self.out = nn.Linear(2 * channels, d_model)
+
+    def forward(self, planes: torch.Tensor) -> torch.Tensor:
+        x = F.gelu(self.first(planes.float()))  # (n, channels, rows, cols)
+        for conv in self.convs:
+            x = x + F.gelu(conv(x))  # each layer reaches one square further
+        pooled = torch.cat([x.amax((2, 3)), x.mean((2, 3))], 1)  # (n, 2 * channels)
+        return self.out(pooled)  # (n, d_model)
+
+
+class SokobanPolicy(nn.Module):
+    """The goal board and the boards so far as tokens, a causal transformer over them, and
+    two heads at every board: the next action (MOVES and UNDO) and the nsteps class.
+
+    tokens(planes (n, 5, rows, cols)) -> (n, d_model): a board's token; solving caches them.
+    attend(goal (B, d), boards (B, T, d)) -> (action logits (B, T, 5), nsteps logits
+        (B, T, N_NSTEPS), patterns (B, layer, head, T + 1, T + 1)); position 0 is the goal.
+    forward(goal planes (B, 5, rows, cols), board planes (B, T, 5, rows, cols), lengths=None)
+        does both; with `lengths` (B,) only real boards go through the encoder.
+    With config.history False (the baseline) each board attends only to the goal and itself.
+    """
+
+    def __init__(self, config: SokobanConfig = SokobanConfig()):
+        super().__init__()
+        self.config = c = config
+        self.encoder = BoardEncoder(c.channels, c.conv_layers, c.d_model)
+        self.position = nn.Embedding(c.n_ctx + 1, c.d_model)  # 0: the goal, then the boards in order
+        self.blocks = Encoder(c.n_layers, c.d_model, c.n_heads, 4 * c.d_model, c.dropout, causal=True)
+        self.action_head = nn.Linear(c.d_model, len(ACTION_NAMES))
+        self.nsteps_head = nn.Linear(c.d_model, N_NSTEPS)
+
+    def tokens(self, planes: torch.Tensor) -> torch.Tensor:
+        return self.encoder(planes)  # (n, d_model)
+
+    def attend(
+        self, goal: torch.Tensor, boards: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        b, t, _ = boards.shape
+        if t > self.config.n_ctx:
+            raise ValueError(f"the policy holds {self.config.n_ctx} boards, "
+                             f"got a history of {t}")
+        x = torch.cat([goal[:, None], boards], 1)  # (B, T + 1, d)
+        x = x + self.position.weight[: t + 1]
+        mask = None
+        if not self.config.history:
+            # the goal (column 0) and the board itself; the blocks add the
+            # causal mask
+            mask = torch.eye(t + 1, dtype=torch.bool, device=x.device)
+            mask[:, 0] = True
+        # (B, T + 1, d), (B, layer, head, T + 1, T + 1)
+        x, patterns = self.blocks(x, mask)
+        x = x[:, 1:]  # (B, T, d): the boards
+        return self.action_head(x), self.nsteps_head(x), patterns
+
+    def forward(self, goal: torch.Tensor, boards: torch.Tensor,
+                lengths: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        b, t = boards.shape[:2]
+        if lengths is None:
+            tokens = self.tokens(boards.flatten(0, 1)).view(b, t, -1)  # (B, T, d)
+        else:  # padding never reaches a real board (attention is causal): skip its convolutions
+            real = torch.arange(t, device=boards.device) < lengths[:, None]  # (B, T)
+            tokens = boards.new_zeros(b, t, self.config.d_model, dtype=torch.float32)
+            tokens[real] = self.tokens(boards[real])
+        return self.attend(self.tokens(goal), tokens)
+
+
+def _batch(data: SokobanSet, index: np.ndarray, n_ctx: int | None = None) -> tuple[torch.Tensor, ...]:
+    """Entries `index` as tensors, cut to their longest: goal planes (B, 5, R, C), board
+    planes (B, T, 5, R, C), lengths (B,), actions, policy mask, nsteps (B, T), optimal (B, T, 5).
+    With `n_ctx`, an entry longer than a policy's history keeps its first `n_ctx` boards: the
+    labels of those boards do not depend on the rest, and a policy never reads further."""
+    lengths = data.lengths[index] if n_ctx is None else np.minimum(data.lengths[index], n_ctx)  # (B,)
+    t = int(lengths.max())
+    goal, boards = data.inputs(index)
+    return (torch.from_numpy(goal), torch.from_numpy(boards[:, :t]), torch.from_numpy(lengths),
+            torch.from_numpy(data.actions[index, :t]).long(), torch.from_numpy(data.policy_mask[index, :t]),
+            torch.from_numpy(data.nsteps[index, :t]).long(), torch.from_numpy(data.optimal[index, :t]))
+
+
+def sokoban_loss(
+    model: SokobanPolicy, batch: tuple[torch.Tensor, ...]
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The policy's loss: -log of the probability it gives to the optimal
+    actions together (any shortest solution is right), where the mask lets
+    the action be learned, plus the cross-entropy of the nsteps class at
+    every real board."""
+    device = next(model.parameters()).device
+    goal, boards, lengths, actions, mask, nsteps, optimal = (
+        x.to(device) for x in batch)
+    # (B, T, 5), (B, T, N_NSTEPS)
+    action_logits, nsteps_logits, _ = model(goal, boards, lengths)
+    learn = mask & optimal.any(-1)  # (B, T)
+    logp = torch.log_softmax(action_logits[learn], -1)  # (n, 5)
+    best = logp.masked_fill(~optimal[learn], -math.inf)  # (n, 5)
+    policy_loss = -torch.logsumexp(best, -1).mean()
+    real = nsteps >= 0
+    nsteps_loss = F.cross_entropy(nsteps_logits[real], nsteps[real])
+    return policy_loss + nsteps_loss, {"policy_loss": policy_loss.item(),
+                                       "nsteps_loss": nsteps_loss.item()}
+
+
+def _entries(data: SokobanSet, batch_size: int, generator: torch.Generator,
+             n_ctx: int | None = None) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Endless shuffled batches of entries, epoch after epoch, each cut to `n_ctx` boards."""
+    while True:
+        order = torch.randperm(len(data), generator=generator).numpy()
+        for i in range(0, len(order) - batch_size + 1, batch_size):
+            yield _batch(data, np.sort(order[i : i + batch_size]), n_ctx)
+
+
+@dataclasses.dataclass(frozen=True)
+class Accuracies:
+    """What teacher forcing on held-out entries measures (the post's supervised metrics, and ours)."""
+
+    solvability: float  # the start board's nsteps says "unsolvable" exactly when it is
+    policy_top1: float  # the most likely action is the entry's action (the post's one label)
+    policy_top2: float  # the entry's action is among the two most likely
+    optimal: float  # the most likely action keeps a shortest solution (any of them)
+    nsteps_top1: float  # the most likely nsteps class is right, at every board
+    nsteps_top2: float
+    loss: float  # the training loss on these entries
+
+
+def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) -> Accuracies:
+    """Teacher-forced measures of `model` on every entry of `data`, each cut to the boards the
+    policy's history holds (`config.n_ctx`)."""
+    was_training, sums, counts, losses = model.training, {}, {}, []
+    model.eval()
+    device = next(model.parameters()).device
+
+    def add(name, hits):
+        sums[name] = sums.get(name, 0) + int(hits.sum())
+        counts[name] = counts.get(name, 0) + hits.numel()
+
+    with torch.no_grad():
+        for i in range(0, len(data), batch_size):
+            batch = _batch(data, np.arange(i, min(i + batch_size, len(data))), model.config.n_ctx)
+            losses.append((sokoban_loss(model, batch)[0].item(), len(batch[0])))
+            goal, boards, lengths, actions, mask, nsteps, optimal = (x.to(device) for x in batch)
+            action_logits, nsteps_logits = model(goal, boards, lengths)[:2]
+            top2 = action_logits.topk(2, -1).indices  # (B, T, 2)
+            learn = mask & optimal.any(-1)
+            add("policy_top1", (top2[..., 0] == actions)[learn])
+            add("policy_top2", (top2 == actions[..., None]).any(-1)[learn])
+            add("optimal", optimal.gather(-1, top2[..., :1]).squeeze(-1)[learn])
+            n2 = nsteps_logits.topk(2, -1).indices
+            real = nsteps >= 0
+            add("nsteps_top1", (n2[..., 0] == nsteps)[real])
+            add("nsteps_top2", (n2 == nsteps[..., None]).any(-1)[real])
+            add("solvability", (n2[:, 0, 0] == UNSOLVABLE) == (nsteps[:, 0] == UNSOLVABLE))
+    model.train(was_training)
+    loss = sum(l * n for l, n in losses) / sum(n for _, n in losses)
+    return Accuracies(**{k: sums[k] / counts[k] for k in sums}, loss=loss)
+
+
+def train_sokoban(
+    config: SokobanConfig = SokobanConfig(),
+    data: dict[str, SokobanSet] | None = None,
+    device: torch.device | str | None = None,
+    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
+    progress: bool = True,
+) -> tuple[SokobanPolicy, History]:
+    """Build a policy from `config` and train it on `data["train"]` (default: `make_data` with
+    the config's sizes and data_seed), validating on `data["val"]` every `eval_every` steps
+    (the held-out boards are never looked at). Out of steps, the best validated weights are
+    restored."""
+    data = data or make_data(config.n_solvable, config.n_unsolvable, config.n_held_out, seed=config.data_seed)
+    seed_everything(config.seed)
+    device = device or pick_device()
+    model = SokobanPolicy(config).to(device)
+    gen = torch.Generator().manual_seed(config.seed)
+
+    def evaluate(m):
+        a = accuracies(m, data["val"])
+        return {"val_loss": a.loss, "val_optimal": a.optimal, "val_solvability": a.solvability}
+
+    batches = _entries(data["train"], config.batch_size, gen, config.n_ctx)
+    history = fit(model, batches, sokoban_loss, config.train_options(),
+                  eval_fn=evaluate, callback=callback, device=device, progress=progress)
+    return model, history
+
+
+def _train_quietly(config: SokobanConfig, data: dict[str, SokobanSet], device: str) -> tuple[SokobanPolicy, History]:
+    return train_sokoban(config, data, device=device, progress=False)
+
+
+def train_sokobans(
+    configs: Sequence[SokobanConfig], data: dict[str, SokobanSet], device: torch.device | str | None = None,
+    workers: int | None = None,
+) -> list[tuple[SokobanPolicy, History]]:
+    """`train_sokoban` for each config on the same data, without progress bars. On a CPU the
+    policies train side by side, each in a process of its own on one thread (`side_by_side`;
+    `workers` processes at once, by default one per CPU core), and each learns exactly what it
+    would learn alone on one thread. On a GPU they train there, one after another."""
+    device = torch.device(device or pick_device())
+    if device.type != "cpu":
+        return [_train_quietly(c, data, device) for c in configs]
+    return side_by_side(_train_quietly, [(c, data, "cpu") for c in configs], workers)

@@ -1,0 +1,474 @@
+"""The Sokoban world: a one-box board and its moves, XSB text and the policy's planes, the
+ground truth (BFS, the backward BFS of `moves_to_goal`, A* with `push_distance`), the 8
+symmetries of a board, the post's generator, and `render_rgb`. No torch.
+
+Retells T. A. Wheeler, "A Transformer Sokoban Policy" (2024); see `toylib.sokoban`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from toylib.search import astar, bfs, distances
+
+# ----------------------------------------------------------------------------- the board
+
+SIZE = 8  # the policy's boards are SIZE x SIZE
+UP, DOWN, LEFT, RIGHT, UNDO = range(5)
+MOVES = (UP, DOWN, LEFT, RIGHT)  # UNDO is an action of the environment, not a move on a board
+ACTION_NAMES = ("up", "down", "left", "right", "undo")
+STEP = ((-1, 0), (1, 0), (0, -1), (0, 1))  # (rows, columns) each move goes
+OPPOSITE = (DOWN, UP, RIGHT, LEFT)
+CHANNELS = ("wall", "floor", "goal", "player", "box")  # the policy's input planes, in this order
+
+# XSB, the plain-text format of Sokoban levels. '-' and '_' are other files' spellings of floor.
+WALL, PLAYER, PLAYER_ON_GOAL, BOX, BOX_ON_GOAL, GOAL, FLOOR = "#@+$*. "
+XSB_CHARS = "#@+$*. -_"
+
+
+@functools.lru_cache(maxsize=None)
+def _neighbours(shape: tuple[int, int]) -> tuple[tuple[int, ...], ...]:
+    """For each square, the square each move in MOVES leads to, or -1 past the edge. Squares
+    are numbered row * columns + column."""
+    rows, cols = shape
+    return tuple(
+        tuple((r + dr) * cols + c + dc if 0 <= r + dr < rows and 0 <= c + dc < cols else -1 for dr, dc in STEP)
+        for r in range(rows)
+        for c in range(cols)
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Board:
+    """One position, immutable and hashable: a `toylib.search.State` whose actions are MOVES.
+
+    Squares are numbered row * columns + column. `walls` has one byte per square, row by row,
+    1 for a wall and 0 for floor (bytes, so that a board hashes). A move into a wall, past the
+    edge, or that would push the box into a wall or past the edge, is not legal; with one box
+    there is never a second box to push against. Build boards with `from_xsb`, `from_channels`
+    or `random_board`; the constructor checks what it is given.
+    """
+
+    walls: bytes = dataclasses.field(repr=False)
+    goal: int
+    box: int
+    player: int
+    shape: tuple[int, int] = (SIZE, SIZE)
+
+    def __post_init__(self):
+        shape = self.shape
+        if not (isinstance(shape, tuple) and len(shape) == 2 and all(isinstance(n, int) and n > 0 for n in shape)):
+            raise ValueError(f"shape is (rows, columns), two positive ints, got {shape!r}")
+        n = shape[0] * shape[1]
+        if not isinstance(self.walls, bytes) or len(self.walls) != n or self.walls.translate(None, b"\x00\x01"):
+            raise ValueError(f"walls are {n} bytes, one per square of a {shape[0]}x{shape[1]} board, each 0 or 1")
+        for name in ("goal", "box", "player"):
+            square = getattr(self, name)
+            if not isinstance(square, (int, np.integer)) or not 0 <= square < n:
+                raise ValueError(f"the {name} is a square 0..{n - 1}, got {square!r}")
+            object.__setattr__(self, name, int(square))  # a numpy int would hash alike, but print oddly
+            if self.walls[square]:
+                raise ValueError(f"the {name} is on a wall, at (row, column) {divmod(square, shape[1])}")
+        if self.box == self.player:
+            raise ValueError(f"the box and the player are on the same square {divmod(self.box, shape[1])}")
+
+    def _moved(self, box: int, player: int) -> Board:
+        """This board with the box and player elsewhere. Skips `__post_init__`: a legal move keeps
+        a board valid, and BFS makes thousands of boards."""
+        board = object.__new__(Board)
+        board.__dict__.update(walls=self.walls, goal=self.goal, box=box, player=player, shape=self.shape)
+        return board
+
+    def _after(self, move: int) -> tuple[int, int] | None:
+        """(box, player) after `move`, or None when a wall or the edge stops the player or the box."""
+        step = _neighbours(self.shape)
+        player = step[self.player][move]
+        if player < 0 or self.walls[player]:
+            return None
+        box = self.box
+        if player == box:  # a push: the box goes one square on, unless blocked
+            box = step[box][move]
+            if box < 0 or self.walls[box]:
+                return None
+        return box, player
+
+    def legal_actions(self) -> list[int]:
+        """The moves that change the board, in MOVES order (BFS breaks ties in this order)."""
+        return [m for m in MOVES if self._after(m) is not None]
+
+    def apply_action(self, action: int) -> Board:
+        after = self._after(action) if action in MOVES else None
+        if after is None:
+            raise ValueError(f"{ACTION_NAMES[action] if action in MOVES else repr(action)} is not a legal move "
+                             f"here; the legal moves are {[ACTION_NAMES[m] for m in self.legal_actions()]}")
+        return self._moved(*after)
+
+    def is_goal(self) -> bool:
+        return self.box == self.goal
+
+    @property
+    def grid(self) -> np.ndarray:
+        """The walls as a (rows, columns) bool array."""
+        return np.frombuffer(self.walls, np.uint8).reshape(self.shape).astype(bool)
+
+    def __str__(self) -> str:
+        return to_xsb(self)
+
+
+# ----------------------------------------------------------------------------- reading and writing boards
+
+
+def _check_shape(shape) -> tuple[int, int] | None:
+    if shape is None:
+        return None
+    if not (len(shape) == 2 and all(isinstance(n, (int, np.integer)) and n > 0 for n in shape)):
+        raise ValueError(f"shape is (rows, columns), or None for any size; got {shape!r}")
+    return int(shape[0]), int(shape[1])
+
+
+def from_xsb(text: str, shape: tuple[int, int] | None = (SIZE, SIZE)) -> Board:
+    """Read a level in XSB: '#' wall, '@' player, '+' player on the goal, '$' box, '*' box on the
+    goal, '.' goal, ' ' (or '-', '_') floor, one line per row. Blank lines before and after are
+    ignored, and short lines end in floor (XSB files often trim trailing spaces); squares
+    outside the level's walls are floor that the player cannot reach. The board must have
+    `shape` (the policy's 8x8 by default; None for any size), exactly one player, one box and
+    one goal."""
+    if not isinstance(text, str):
+        raise ValueError(f"an XSB level is a string, got {type(text).__name__}")
+    want = _check_shape(shape)
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise ValueError("the XSB text has no board in it")
+    unknown = sorted(set("".join(lines)) - set(XSB_CHARS))
+    if unknown:
+        raise ValueError(f"unknown character(s) {unknown} in the XSB text; a level is written with {XSB_CHARS!r}")
+    rows, cols = len(lines), max(len(line) for line in lines)
+    if want is not None and (rows, cols) != want:
+        raise ValueError(f"the board must be {want[0]}x{want[1]}, got {rows}x{cols} (rows x columns)")
+    cells = "".join(line.ljust(cols) for line in lines)
+
+    def where(chars: str, name: str) -> int:
+        found = [i for i, ch in enumerate(cells) if ch in chars]
+        if len(found) != 1:
+            at = [divmod(i, cols) for i in found]
+            raise ValueError(f"a board has exactly one {name} ({' or '.join(map(repr, chars))}), found {len(found)}"
+                             + (f" at (row, column) {at}" if found else ""))
+        return found[0]
+
+    player = where(PLAYER + PLAYER_ON_GOAL, "player")
+    box = where(BOX + BOX_ON_GOAL, "box")
+    goal = where(GOAL + PLAYER_ON_GOAL + BOX_ON_GOAL, "goal")
+    return Board(bytes(ch == WALL for ch in cells), goal, box, player, (rows, cols))
+
+
+def to_xsb(board: Board) -> str:
+    """The board in XSB, one line per row (no trailing newline): `from_xsb` reads it back."""
+    cells = [WALL if wall else FLOOR for wall in board.walls]
+    cells[board.goal] = GOAL
+    cells[board.box] = BOX_ON_GOAL if board.box == board.goal else BOX
+    cells[board.player] = PLAYER_ON_GOAL if board.player == board.goal else PLAYER
+    cols = board.shape[1]
+    return "\n".join("".join(cells[i : i + cols]) for i in range(0, len(cells), cols))
+
+
+def encode(walls, goal, box, player) -> np.ndarray:
+    """Boards as the policy reads them: (..., 5, rows, cols) uint8 planes, in CHANNELS order.
+
+    walls (..., rows, cols) bool; goal, box, player (...) squares, broadcast against each
+    other and against walls' leading dimensions. A square of -1 marks nothing: the goal board
+    has no player, and padding has neither box nor player."""
+    walls = np.asarray(walls, bool)
+    squares = np.arange(walls.shape[-2] * walls.shape[-1]).reshape(walls.shape[-2:])  # (rows, cols)
+
+    def on(square) -> np.ndarray:
+        return squares == np.asarray(square)[..., None, None]  # (..., rows, cols)
+
+    planes = np.broadcast_arrays(walls, ~walls, on(goal), on(player), on(box))
+    return np.stack(planes, axis=-3).astype(np.uint8)  # (..., 5, rows, cols)
+
+
+def to_channels(board: Board) -> np.ndarray:
+    """(5, rows, cols) uint8: the board's wall, floor, goal, player and box planes."""
+    return encode(board.grid, board.goal, board.box, board.player)
+
+
+def from_channels(channels) -> Board:
+    """Read a board back from its planes (5, rows, cols) of 0/1, in CHANNELS order. Unlike XSB,
+    planes can say impossible things (a box on a wall), so this checks each of them."""
+    a = np.asarray(channels)
+    if a.ndim != 3 or a.shape[0] != len(CHANNELS) or a.shape[1] * a.shape[2] == 0:
+        raise ValueError(f"channels are (5, rows, cols) planes {CHANNELS}, got shape {a.shape}")
+    if a.dtype.kind not in "biuf" or not np.isin(a, (0, 1)).all():
+        raise ValueError("channels hold 0 or 1 only")
+    wall, floor, goal, player, box = a.astype(bool)
+    if (wall == floor).any():
+        r, c = np.argwhere(wall == floor)[0]
+        raise ValueError(f"every square is either wall or floor; square ({r}, {c}) is "
+                         f"{'both' if wall[r, c] else 'neither'}")
+    squares = {}
+    for name, plane in (("goal", goal), ("player", player), ("box", box)):
+        if plane.sum() != 1:
+            raise ValueError(f"a board has exactly one {name}, found {int(plane.sum())}")
+        squares[name] = int(np.flatnonzero(plane)[0])
+        if wall.flat[squares[name]]:
+            raise ValueError(f"the {name} is on a wall, at (row, column) {divmod(squares[name], wall.shape[1])}")
+    if squares["player"] == squares["box"]:
+        raise ValueError("the player and the box are on the same square")
+    return Board(wall.astype(np.uint8).tobytes(), squares["goal"], squares["box"], squares["player"], wall.shape)
+
+
+# ----------------------------------------------------------------------------- ground truth
+
+
+def solve(board: Board) -> list[int] | None:
+    """A shortest list of moves that puts the box on the goal ([] when it is there), or None
+    when no moves can: BFS over the board's (box, player) states, exhaustive."""
+    path = bfs(board)
+    return None if path is None else list(path.actions)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Backward:
+    """A state of the game played backwards: each action takes back a move, so the states that
+    `distances` reaches from the solved ones are those that can be solved, at their distance."""
+
+    box: int
+    player: int
+    board: Board = dataclasses.field(compare=False, repr=False)  # only its walls and shape are read
+
+    def legal_actions(self) -> list[tuple[int, bool]]:
+        """(move, pushed): a move that can have led here, and whether it pushed the box."""
+        step, walls, found = _neighbours(self.board.shape), self.board.walls, []
+        for move in MOVES:
+            before = step[self.player][OPPOSITE[move]]  # where the player stood before the move
+            if before < 0 or walls[before] or before == self.box:
+                continue
+            found.append((move, False))
+            if step[self.player][move] == self.box:  # the box is just ahead: the move may have pushed it
+                found.append((move, True))
+        return found
+
+    def apply_action(self, action: tuple[int, bool]) -> _Backward:
+        move, pushed = action
+        before = _neighbours(self.board.shape)[self.player][OPPOSITE[move]]
+        return _Backward(self.player if pushed else self.box, before, self.board)
+
+    def is_goal(self) -> bool:
+        return False
+
+
+class _Solved:
+    """The backward search's start: one action away from every solved state (the box on the
+    goal, the player on any other floor square), so that one BFS starts from all of them."""
+
+    def __init__(self, board: Board):
+        self.states = [_Backward(board.goal, p, board) for p in range(len(board.walls))
+                       if not board.walls[p] and p != board.goal]
+
+    def legal_actions(self) -> range:
+        return range(len(self.states))
+
+    def apply_action(self, i: int) -> _Backward:
+        return self.states[i]
+
+    def is_goal(self) -> bool:
+        return False
+
+
+def moves_to_goal(board: Board) -> dict[tuple[int, int], int]:
+    """{(box, player): the fewest moves that put the box on the goal}, for every placement of
+    the box and player on `board`'s walls and goal from which that can be done; a placement
+    missing from it is dead. One backward BFS answers for the whole board at once."""
+    depth = distances(_Solved(board))
+    return {(s.box, s.player): d - 1 for s, d in depth.items() if d > 0}  # d - 1: the start is one step before
+
+
+def optimal_moves(board: Board, table: dict[tuple[int, int], int] | None = None) -> list[int]:
+    """The moves that keep a shortest solution: each leads one move nearer the goal. Empty when
+    the board is solved or cannot be solved. `table` is `moves_to_goal(board)`, if at hand."""
+    table = moves_to_goal(board) if table is None else table
+    left = table.get((board.box, board.player))
+    if not left:  # None: dead; 0: solved
+        return []
+    return [m for m in MOVES if (after := board._after(m)) is not None and table.get(after) == left - 1]
+
+
+@dataclasses.dataclass(frozen=True)
+class _BoxBack:
+    """The box alone, taken back from the goal one push at a time: it came to `square` by a push
+    from the square behind, with room for the player behind that. The player's own walk is
+    ignored, so the number of pushes found never exceeds the moves a real solution needs."""
+
+    square: int
+    walls: bytes = dataclasses.field(compare=False, repr=False)
+    shape: tuple[int, int] = dataclasses.field(compare=False, repr=False)
+
+    def _behind(self, move: int) -> tuple[int, int]:
+        step = _neighbours(self.shape)
+        box = step[self.square][OPPOSITE[move]]
+        return box, (step[box][OPPOSITE[move]] if box >= 0 else -1)
+
+    def legal_actions(self) -> list[int]:
+        return [m for m in MOVES if all(s >= 0 and not self.walls[s] for s in self._behind(m))]
+
+    def apply_action(self, move: int) -> _BoxBack:
+        return _BoxBack(self._behind(move)[0], self.walls, self.shape)
+
+    def is_goal(self) -> bool:
+        return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _pushes_to_goal(walls: bytes, goal: int, shape: tuple[int, int]) -> dict[int, int]:
+    return {s.square: d for s, d in distances(_BoxBack(goal, walls, shape)).items()}
+
+
+def push_distance(board: Board) -> float:
+    """The fewest pushes that could bring the box to the goal if the player could always get
+    behind it; inf when none can. Every push is a move, so it never overestimates the moves
+    left: an admissible heuristic for A*."""
+    return _pushes_to_goal(board.walls, board.goal, board.shape).get(board.box, math.inf)
+
+
+def solve_astar(board: Board) -> list[int] | None:
+    """As `solve`, by the core's A* with `push_distance`: as short, after fewer states."""
+    path = astar(board, push_distance)
+    return None if path is None else list(path.actions)
+
+
+# ----------------------------------------------------------------------------- symmetries
+
+N_SYMMETRIES = 8  # 4 quarter turns, each with and without a transpose
+
+
+def _turn(grid: np.ndarray, s: int) -> np.ndarray:
+    """Symmetry s of a grid, or of a stack of grids on its last two axes: transposed when s >= 4,
+    then turned a quarter counter-clockwise s % 4 times."""
+    if s >= 4:
+        grid = np.swapaxes(grid, -1, -2)
+    return np.rot90(grid, s % 4, axes=(-2, -1))
+
+
+@functools.lru_cache(maxsize=None)
+def _square_map(shape: tuple[int, int], s: int) -> tuple[tuple[int, ...], tuple[int, int]]:
+    """(where symmetry s takes each square of a board of `shape`, the shape it becomes)."""
+    came_from = _turn(np.arange(shape[0] * shape[1]).reshape(shape), s)  # [r, c]: the square that lands on (r, c)
+    where = np.empty(came_from.size, int)
+    where[came_from.ravel()] = np.arange(came_from.size)
+    return tuple(int(x) for x in where), came_from.shape
+
+
+@functools.lru_cache(maxsize=None)
+def move_map(s: int) -> tuple[int, ...]:
+    """For each action, the action it becomes under symmetry s (UNDO stays UNDO). Worked out by
+    sending the centre of a 3x3 grid and its neighbours through the symmetry."""
+    if not isinstance(s, (int, np.integer)) or not 0 <= s < N_SYMMETRIES:
+        raise ValueError(f"a symmetry is 0..{N_SYMMETRIES - 1}, got {s!r}")
+    where, _ = _square_map((3, 3), s)
+    by_offset = {3 * dr + dc: m for m, (dr, dc) in zip(MOVES, STEP)}
+    return tuple(by_offset[where[4 + 3 * dr + dc] - where[4]] for dr, dc in STEP) + (UNDO,)
+
+
+def transform(board: Board, s: int) -> Board:
+    """Symmetry s (0..7; 0 is the board itself) of a board: apply `move_map(s)` to its moves."""
+    move_map(s)  # checks s
+    where, shape = _square_map(board.shape, s)
+    walls = _turn(board.grid, s).astype(np.uint8).tobytes()
+    return Board(walls, where[board.goal], where[board.box], where[board.player], shape)
+
+
+def canonical_key(board: Board) -> tuple:
+    """The same for a board and its 8 symmetric variants, different for any other board."""
+    variants = (transform(board, s) for s in range(N_SYMMETRIES))
+    return min((b.shape, b.walls, b.goal, b.box, b.player) for b in variants)
+
+
+# ----------------------------------------------------------------------------- the generator
+
+
+def random_rooms(rng: np.random.Generator, size: int = SIZE,
+                 room_areas: Sequence[int] = (10, 2)) -> list[tuple[int, int, int, int]]:
+    """The post's rooms: for each minimum area, a rectangle (top, bottom, left, right, inclusive)
+    with corners drawn inside the border wall until its area is at least that."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    if not isinstance(size, (int, np.integer)) or size < 4:
+        raise ValueError(f"size must be an int >= 4 (a border wall round room for 3 squares), got {size!r}")
+    inner = (size - 2) ** 2
+    if len(room_areas) == 0 or not all(isinstance(a, (int, np.integer)) and 1 <= a <= inner for a in room_areas) \
+            or max(room_areas) < 3:
+        raise ValueError(f"room_areas are minimum areas 1..{inner} (inside the border of a {size}x{size} board), at "
+                         f"least one of them 3 or more for the goal, box and player; got {room_areas!r}")
+    rooms = []
+    for area in room_areas:
+        while True:
+            top, bottom = sorted(int(x) for x in rng.integers(1, size - 1, 2))
+            left, right = sorted(int(x) for x in rng.integers(1, size - 1, 2))
+            if (bottom - top + 1) * (right - left + 1) >= area:
+                break
+        rooms.append((top, bottom, left, right))
+    return rooms
+
+
+def random_board(
+    rng: np.random.Generator,
+    size: int = SIZE,
+    room_areas: Sequence[int] = (10, 2),
+    n_walls: tuple[int, int] = (0, 5),
+) -> Board:
+    """One board as the post makes it, every draw from `rng`: all walls,
+    then `random_rooms` carved as floor; the goal, the box (off the goal)
+    and the player (off the box) on random floor squares; then between
+    n_walls[0] and n_walls[1] walls speckled on the other floor. The
+    defaults are the original's. Most boards it makes cannot be solved."""
+    lo, hi = n_walls
+    if not 0 <= lo <= hi:
+        raise ValueError("n_walls is a range (fewest, most) of walls to "
+                         f"speckle, 0 <= fewest <= most; got {n_walls!r}")
+    walls = np.ones((size, size), bool)
+    for top, bottom, left, right in random_rooms(rng, size, room_areas):
+        walls[top : bottom + 1, left : right + 1] = False
+    floor = np.flatnonzero(~walls)
+
+    def pick(squares: np.ndarray) -> int:
+        # rng.integers, not rng.choice: a board is drawn 25,000 times
+        return int(squares[rng.integers(squares.size)])
+
+    goal = pick(floor)
+    box = pick(floor[floor != goal])
+    player = pick(floor[floor != box])  # the player may stand on the goal
+    free = floor[(floor != goal) & (floor != box) & (floor != player)]
+    n_speckles = rng.integers(lo, hi + 1)
+    walls.flat[rng.permutation(free)[:n_speckles]] = True
+    return Board(walls.astype(np.uint8).tobytes(), goal, box, player,
+                 (size, size))
+
+
+# ----------------------------------------------------------------------------- the environment
+
+_RGB = {"wall": (35, 38, 47), "floor": (242, 238, 227), "goal": (214, 39, 40), "box": (140, 86, 75),
+        "box_on_goal": (44, 160, 44), "player": (31, 119, 180)}
+
+
+def render_rgb(board: Board, px: int = 16) -> np.ndarray:
+    """An image of the board, (rows*px, cols*px, 3) uint8: walls dark, the goal a red frame, the
+    box brown (green on the goal), the player a blue square."""
+    rows, cols = board.shape
+    tiles = np.zeros((rows * cols, px, px, 3), np.uint8)  # one px x px tile per square
+    tiles[:] = _RGB["floor"]
+    tiles[np.frombuffer(board.walls, np.uint8).astype(bool)] = _RGB["wall"]
+    a, b = max(px // 8, 1), px - max(px // 8, 1)  # the frame's outer edge; the box fills inside it
+    tiles[board.goal, a:b, a:b] = _RGB["goal"]
+    tiles[board.goal, 2 * a : px - 2 * a, 2 * a : px - 2 * a] = _RGB["floor"]
+    tiles[board.box, 2 * a : px - 2 * a, 2 * a : px - 2 * a] = _RGB["box_on_goal" if board.is_goal() else "box"]
+    tiles[board.player, px // 4 : px - px // 4, px // 4 : px - px // 4] = _RGB["player"]
+    return tiles.reshape(rows, cols, px, px, 3).transpose(0, 2, 1, 3, 4).reshape(rows * px, cols * px, 3)
