@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-from toylib import sokoban
-
 
 def other_device() -> str | None:
     if os.environ.get("TOYLIB_TEST_DEVICE"):

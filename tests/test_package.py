@@ -3,6 +3,7 @@ git+...` builds on Colab) holds every chapter's package, and each chapter import
 command line from the installed copy, not from the checkout (an editable install would hide
 a subpackage missing from the wheel)."""
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -31,8 +32,12 @@ def test_no_module_is_much_over_500_lines():
 def installed(tmp_path_factory) -> Path:
     """The wheel built from this checkout, installed into a folder of its own."""
     tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "source"  # a copy: building in the checkout would leave build/ behind
+    shutil.copytree(ROOT / "toylib", source / "toylib", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-                    "-w", str(tmp), str(ROOT)], check=True)
+                    "-w", str(tmp), str(source)], check=True)
     (wheel,) = tmp.glob("toylib-*.whl")
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
                     str(tmp / "site"), str(wheel)], check=True)

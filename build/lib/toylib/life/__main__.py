@@ -1,2 +1,0 @@
-from toylib.life.measure import main
-main()

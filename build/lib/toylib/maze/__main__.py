@@ -1,2 +1,0 @@
-from toylib.maze.measure import main
-main()

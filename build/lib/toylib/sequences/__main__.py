@@ -1,2 +1,0 @@
-from toylib.sequences.measure import main
-main()

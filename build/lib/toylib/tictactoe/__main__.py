@@ -1,2 +1,0 @@
-from toylib.tictactoe.measure import main
-main()
