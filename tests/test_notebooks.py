@@ -69,6 +69,16 @@ def test_code_fits_the_column(nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_headings_never_skip_a_level(nb):
+    """myst warns of a skipped level (# then ###), and the site is built with warnings as errors."""
+    levels = [len(m) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "markdown"
+              for m in re.findall(r"^(#+) ", "".join(c["source"]), re.M)]
+    assert levels and levels[0] == 1, "a page starts with its title"
+    skips = [(a, b) for a, b in zip(levels, levels[1:]) if b > a + 1]
+    assert not skips, skips
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_stored_with_outputs_and_small(nb):
     cells = code_cells(nb)
     assert all(c.get("execution_count") for c in cells), "every code cell has been executed"
