@@ -154,13 +154,16 @@ def run(argv: Sequence[str] | None, chapter: Chapter) -> list[Target]:
     return targets
 
 
-def benchmark(chapter: Chapter, seed: int, device=None, **changes) -> tuple[list[Target], float]:
-    """Train the chapter's default model (with `changes` to its config) from `seed` and measure
-    it as its command line does, without the untargeted details, for benchmarks/run.py:
-    (targets, training seconds)."""
+def benchmark(chapter: Chapter, seed: int, device=None, preset: str | None = None,
+              **changes) -> tuple[list[Target], float]:
+    """Train the chapter's default model (or its `preset`, with `changes` to the config) from
+    `seed` and measure it as its command line does, without the untargeted details, for
+    benchmarks/run.py: (targets, training seconds)."""
     if chapter.benchmark is not None:
+        if preset is not None:
+            raise ValueError(f"{chapter.name}'s benchmark is its whole suite: it takes no preset")
         return chapter.benchmark(seed, device, **changes)
-    config = configure(chapter, {**changes, "seed": seed})
+    config = configure(chapter, {**changes, "seed": seed}, preset)
     data = chapter.for_config(config)
     model, history = chapter.train(config, data, device, progress=False)
     return chapter.measure(model, config, data, history.seconds, details=False), history.seconds
