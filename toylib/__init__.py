@@ -38,8 +38,8 @@ The same words mean the same thing in every chapter:
 - *config*: a frozen dataclass whose defaults reach the targets; ``POST`` is the post's
   config, ``for_config(config)`` the data a config trains on, ``train(config, data=None,
   device=None, callback=None, progress=True) -> (model, history)`` the one way to train.
-- *attention scores* and *pattern*: attention before and after the softmax; *held out*: never trained
-  on, and no symmetric twin of a training example either.
+- *attention scores* and *pattern*: attention before and after the softmax; *held out*:
+  never trained on, and no symmetric twin of a training example either.
 """
 
 __version__ = "0.1.0"
