@@ -47,7 +47,7 @@ def fingerprint(chapter: str) -> dict:
     device = setup(threads=int(os.environ.get("TOYLIB_PATHS_THREADS", "1")), prefer="cpu")
     spec = importlib.import_module(f"toylib.{chapter}.measure").CHAPTER
     config = dataclasses.replace(spec.config_cls(seed=0), **SHORT[chapter])
-    model, _, _ = spec.train(config, device, False, None)
+    model, _ = spec.train(config, spec.for_config(config), device, progress=False)
     flat = torch.cat([p.detach().double().flatten() for p in model.parameters()])
     return {"sum": round(float(flat.sum()), 6),
             "hash": hashlib.sha256(flat.float().numpy().tobytes()).hexdigest()[:10],

@@ -4,25 +4,26 @@
     python benchmarks/run.py --seeds 3                # fewer seeds
     python benchmarks/run.py --chapters tictactoe     # some chapters only (comma-separated)
     python benchmarks/run.py --chapters life --set grid_size=16   # a config field changed
+    python benchmarks/run.py --chapters life --preset any_size    # one of a chapter's presets
     python benchmarks/run.py --capability avx2        # another CPU's arithmetic (ATEN_CPU_CAPABILITY)
 
-For each seed, `toylib.cli.benchmark` trains the chapter's default model and measures it
-against the chapter's targets (sequences: `toylib.sequences.measure.benchmark`, the chapter's whole suite), exactly as the chapter's summary does (on data the model
-never trained on). A seed "meets every target" when no target is missed; that verdict is
+For each seed, `toylib.cli.benchmark` trains the chapter's default model (or a preset, with
+`--set` changes) and measures it against the chapter's targets (sequences: the chapter's whole
+suite), exactly as the chapter's summary does (on data the model never trained on). A seed "meets every target" when no target is missed; that verdict is
 computed from the targets, never read back from printed text. Each run uses one CPU
 thread, as the chapters do.
 
 `--capability` (default, avx2, avx512) picks the vector kernels PyTorch uses on the CPU, as the
 environment variable ATEN_CPU_CAPABILITY does: another CPU's arithmetic, forced on this one.
 The same seed then trains along another path to other weights, as it would on that CPU, so
-a count of seeds holds for a machine only where it holds under several capabilities. Not a test: it takes a while, and its times belong to the
-machine it ran on.
+a count of seeds holds for a machine only where it holds under several capabilities. Not a
+test: it takes a while, and its times belong to the machine it ran on.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
+import importlib
 import os
 import platform
 import statistics
@@ -32,32 +33,14 @@ import time
 import torch
 
 from toylib import cli
-from toylib.life import measure as life
-from toylib.maze import measure as maze
-from toylib.sequences import measure as sequences
-from toylib.sokoban import measure as sokoban
-from toylib.tictactoe import measure as tictactoe
 from toylib.device import setup
 from toylib.targets import all_met, format_table
 
-CHAPTERS = {  # each chapter's measure room: its CHAPTER (the command line) and targets
-    "life": life, "sequences": sequences, "tictactoe": tictactoe, "maze": maze, "sokoban": sokoban}
+# each chapter's contract (toylib.cli.Chapter), which its measure room holds
+CHAPTERS = {name: importlib.import_module(f"toylib.{name}.measure").CHAPTER
+            for name in ("life", "sequences", "tictactoe", "maze", "sokoban")}
 CAPABILITIES = ("default", "avx2", "avx512")
 HEADER = ("chapter", "seed", "train s", "every target", "missed")
-
-
-def parse_changes(items: list[str]) -> dict:
-    """["grid_size=16", "lr=0.003"] -> {"grid_size": 16, "lr": 0.003}"""
-    changes = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--set takes FIELD=VALUE, got {item!r}")
-        try:
-            changes[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            changes[key] = value  # a plain string, e.g. mixer=pool
-    return changes
 
 
 def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
@@ -66,7 +49,9 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--device", default=None)
     p.add_argument("--chapters", default=",".join(CHAPTERS), help=f"comma-separated, of {', '.join(CHAPTERS)}")
-    p.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="change the config (not sequences)")
+    p.add_argument("--preset", help="a named config of the chapter (python -m toylib.<chapter> --help lists them)")
+    p.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                   help="change the config (sequences: every model of its suite)")
     p.add_argument("--capability", choices=CAPABILITIES,
                    help="PyTorch's CPU vector kernels (ATEN_CPU_CAPABILITY); default: the best this CPU has")
     args = p.parse_args(argv)
@@ -78,7 +63,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
     unknown = set(chapters) - set(CHAPTERS)
     if unknown:
         p.error(f"unknown chapters {sorted(unknown)}; known: {', '.join(CHAPTERS)}")
-    changes = parse_changes(args.set)
+    changes = cli.parse_changes(args.set)
     device = setup(threads=1, prefer=args.device)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
           f"{torch.get_num_threads()} thread, device {device}, "
@@ -90,10 +75,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
         print()
         print(format_table([], HEADER))
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            if name == "sequences":  # its benchmark is the chapter's whole suite of tasks and lengths
-                targets, seconds = sequences.benchmark(seed, device=device)
-            else:
-                targets, seconds = cli.benchmark(CHAPTERS[name].CHAPTER, seed, device=device, **changes)
+            targets, seconds = cli.benchmark(CHAPTERS[name], seed, device=device, preset=args.preset, **changes)
             ok.append(all_met(targets))
             times.append(seconds)
             short = [f"{t.measure}: {t.measured}" for t in targets if t.met is False]  # what it missed, by how much

@@ -202,40 +202,97 @@ class ToyModel(torch.nn.Module):
 
 
 def toy_chapter(calls):
-    def train(config, device, progress, args):
-        calls.append(("train", config, args.note))
-        return ToyModel(config), History(steps=7, seconds=1.5), {"data": "kept"}
+    def for_config(config):
+        calls.append(("data", config.width))
+        return {"rows": config.width}
 
-    def measure(model, config, seconds, info, args):
-        calls.append(("measure", model.w.sum().item(), seconds, info))
+    def train(config, data=None, device=None, callback=None, progress=True):
+        calls.append(("train", config, data))
+        return ToyModel(config), History(steps=7, seconds=1.5)
+
+    def measure(model, config, data, seconds, details=True):
+        calls.append(("measure", model.w.sum().item(), data, seconds, details))
         return [Target("width", "3", str(config.width), config.width == 3),
                 Target("time", "< 2 s", f"{seconds} s", seconds < 2, machine=True)]
 
     return cli.Chapter(
-        name="toy", description="a toy", config_cls=ToyConfig, model_cls=ToyModel, train=train, measure=measure,
+        name="toy", description="a toy", config_cls=ToyConfig, build_model=ToyModel, for_config=for_config,
+        train=train, measure=measure,
         options=(cli.Option(("-w", "--width"), "width", "how wide"), cli.Option("--rate", "rate"),
                  cli.Option("--shuffle", "shuffle")),
-        extra_arguments=lambda p: p.add_argument("--note", default="none"),
+        presets={"wide": ToyConfig(width=9)},
     )
 
 
 def test_cli_trains_measures_saves_and_loads(tmp_path, capsys):
     calls = []
     path = tmp_path / "toy.pt"
-    targets = cli.run(["-w", "4", "--rate", "0.25", "--no-shuffle", "--seed", "2", "--note", "hi",
-                       "--save", str(path)], toy_chapter(calls))
-    assert calls[0] == ("train", ToyConfig(width=4, rate=0.25, shuffle=False, seed=2), "hi")
-    assert calls[1] == ("measure", 8.0, 1.5, {"data": "kept"})
+    targets = cli.run(["-w", "4", "--rate", "0.25", "--no-shuffle", "--seed", "2", "--save", str(path)],
+                      toy_chapter(calls))
+    config = ToyConfig(width=4, rate=0.25, shuffle=False, seed=2)
+    assert calls[:3] == [("data", 4), ("train", config, {"rows": 4}), ("measure", 8.0, {"rows": 4}, 1.5, True)]
     assert [t.met for t in targets] == [False, True]
     out = capsys.readouterr().out
     assert "trained 7 steps in 1.5 s" in out and "targets missed: width" in out and path.exists()
     calls.clear()
     cli.run(["--load", str(path)], toy_chapter(calls))
-    assert calls == [("measure", 8.0, 1.5, {})]  # no training; the saved weights and time
+    assert calls == [("data", 4), ("measure", 8.0, {"rows": 4}, 1.5, True)]  # no training: the data rebuilt
     assert "every target met" not in capsys.readouterr().out
     # defaults come from the config; a bool option defaults to the config's value
     cli.run([], toy_chapter(calls))
     assert calls[-2][1] == ToyConfig()
+
+
+def test_cli_presets_and_set_change_any_field_and_refuse_unknown_ones(capsys):
+    calls = []
+    cli.run(["--preset", "wide", "--set", "rate=0.125", "shuffle=False"], toy_chapter(calls))
+    assert calls[1][1] == ToyConfig(width=9, rate=0.125, shuffle=False)
+    cli.run(["--preset", "wide", "-w", "5"], toy_chapter(calls))  # an option changes the preset
+    assert calls[-2][1] == ToyConfig(width=5)
+    with pytest.raises(SystemExit):
+        cli.run(["--set", "depth=2"], toy_chapter(calls))
+    assert "ToyConfig has no field depth" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="FIELD=VALUE"):
+        cli.parse_changes(["rate"])
+    with pytest.raises(ValueError, match="no preset 'narrow'"):
+        cli.configure(toy_chapter(calls), preset="narrow")
+
+
+def test_cli_benchmark_skips_the_details_and_takes_changes():
+    calls = []
+    targets, seconds = cli.benchmark(toy_chapter(calls), seed=4, width=3)
+    assert calls[-1] == ("measure", 12.0, {"rows": 3}, 1.5, False) and seconds == 1.5
+    assert all(t.met for t in targets if not t.machine)
+
+
+def test_time_target_is_a_machine_row_met_at_the_budget():
+    from toylib.targets import time_target
+
+    assert time_target(180, 180) == Target("training time", "<= 3 min", "180 s", True, machine=True)
+    assert time_target(3.25, 30, "suite").goal == "<= 30 s" and time_target(3.25, 30).measured == "3.2 s"
+    assert time_target(181, 180).met is False
+    with pytest.raises(ValueError, match="positive"):
+        time_target(1, 0)
+
+
+def test_train_options_from_a_config_take_its_fields_then_the_overrides():
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        steps: int = 50
+        lr: float = 0.01
+        d_model: int = 8  # not a training option: left out
+
+    options = TrainOptions.from_config(Config(), monitor="val_shortfall", restore_best=True)
+    assert options == TrainOptions(steps=50, lr=0.01, monitor="val_shortfall", restore_best=True)
+
+
+def test_evaluating_runs_without_gradients_in_eval_mode_and_restores_the_mode():
+    from toylib.infer import evaluating
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5)).train()
+    with evaluating(model) as device:
+        assert not model.training and not torch.is_grad_enabled() and device == torch.device("cpu")
+    assert model.training and torch.is_grad_enabled()
 
 
 # ----------------------------------------------------------------------------- plotting
@@ -270,5 +327,5 @@ def test_cli_benchmark_trains_and_measures_a_chapter_reproducibly():
     assert targets[0].measure == "exact next state, 10,000 unseen grids" and seconds > 0
     assert [t.measure for t in targets if t.machine] == ["training time"]
     assert [t.measured for t in targets if not t.machine] == [t.measured for t in again if not t.machine]
-    with pytest.raises(TypeError):  # a field the config does not have
+    with pytest.raises(ValueError, match="no field no_such_field"):  # a field the config does not have
         cli.benchmark(life.CHAPTER, seed=0, device="cpu", no_such_field=1)

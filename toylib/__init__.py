@@ -23,6 +23,23 @@ filter), ``toylib.tictactoe`` (the game, minimax and its model), ``toylib.maze``
 tiles, BFS, the post's model and a looped one that searches), ``toylib.sokoban`` (one-box
 Sokoban, BFS and A*, the policy and its beam search). ``toylib.how`` holds the measurements
 of the chapter "How transformers work".
+
+The same words mean the same thing in every chapter:
+
+- *ground truth*: what the rules say, computed exactly, never learnt: ``life_step``,
+  ``minimax``, ``optimal_moves`` (every move that keeps the best outcome),
+  ``shortest_path`` / ``shortest_solution`` (breadth-first search). No function that runs a
+  model shares a name with one of these.
+- *the model's answers*: ``predict`` (one output per input, batched), ``model_moves``,
+  ``solve_greedy`` / ``solve_beam`` (the model decoding a whole solution), judged by
+  ``score(model, data) -> Scores``.
+- *targets*: the rows of a chapter's summary (``toylib.targets.Target``); *claims*: the
+  sentences of its prose, checked as numbers when it runs (``toylib.targets.check``).
+- *config*: a frozen dataclass whose defaults reach the targets; ``POST`` is the post's
+  config, ``for_config(config)`` the data a config trains on, ``train(config, data=None,
+  device=None, callback=None, progress=True) -> (model, history)`` the one way to train.
+- *attention scores* and *pattern*: attention before and after the softmax; *held out*:
+  never trained on, and no symmetric twin of a training example either.
 """
 
 __version__ = "0.1.0"

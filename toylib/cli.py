@@ -13,10 +13,11 @@ in the chapter's `measure` room (`toylib/<chapter>/measure.py`); `__main__.py` c
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from torch import nn
@@ -39,19 +40,29 @@ class Option:
 
 @dataclasses.dataclass(frozen=True)
 class Chapter:
-    """What a chapter tells the command line."""
+    """What a chapter tells the command line and the benchmark: the same contract in every
+    chapter, so that `python -m toylib.<chapter>` and `benchmarks/run.py` treat them alike.
 
-    name: str  # the module: python -m toylib.<name>
+        data = for_config(config)                     # dataset.for_config: built in one place
+        model, history = train(config, data=None, device=None, callback=None, progress=True)
+        targets = measure(model, config, data, train_seconds, details=True)
+
+    `train` builds the data itself when it gets none. `measure` returns the chapter's targets;
+    with details=True it may also print what has no target (a table by length, say), which
+    the benchmark, passing False, skips."""
+
+    name: str  # the package: python -m toylib.<name>
     description: str
-    config_cls: type  # a frozen dataclass with a `seed` field
-    model_cls: Callable[[Any], nn.Module]  # model_cls(config) builds the model, for --load
-    # train(config, device, progress, args) -> (model, history, info passed on to measure)
-    train: Callable[..., tuple[nn.Module, History, dict]]
-    # measure(model, config, train_seconds, info, args) -> the chapter's targets
+    config_cls: type  # a frozen dataclass with a `seed` field, whose defaults reach the targets
+    build_model: Callable[[Any], nn.Module]  # build_model(config), for --load
+    for_config: Callable[[Any], Any]  # for_config(config) -> the data that train and measure share
+    train: Callable[..., tuple[nn.Module, History]]
     measure: Callable[..., list[Target]]
     options: Sequence[Option] = ()
-    extra_arguments: Callable[[argparse.ArgumentParser], None] | None = None  # options that are not config fields
-    base_config: Callable[[argparse.Namespace], Any] | None = None  # the config the options change (default: config_cls())
+    presets: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # --preset NAME: a config the options change
+    # benchmark(seed, device, **changes) -> (targets, training seconds), where one seed trains
+    # more than one model (sequences: the chapter's whole suite); default: train and measure.
+    benchmark: Callable[..., tuple[list[Target], float]] | None = None
 
 
 def parser(chapter: Chapter) -> argparse.ArgumentParser:
@@ -71,8 +82,11 @@ def parser(chapter: Chapter) -> argparse.ArgumentParser:
             kind = type(default) if default is not None else int
             p.add_argument(*flags, dest=o.field, type=kind, default=None, choices=o.choices,
                            help=f"{o.help} (default {default})")
-    if chapter.extra_arguments is not None:
-        chapter.extra_arguments(p)
+    if chapter.presets:
+        p.add_argument("--preset", choices=list(chapter.presets),
+                       help="start from this named config, which the options above then change")
+    p.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
+                   help="change any config field, e.g. --set lr=0.003 steps=500")
     p.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best there is)")
     p.add_argument("--threads", type=int, default=1, help="CPU threads for torch (default %(default)s)")
     p.add_argument("--save", metavar="PATH", help="save the trained model here")
@@ -81,23 +95,56 @@ def parser(chapter: Chapter) -> argparse.ArgumentParser:
     return p
 
 
+def parse_changes(items: Sequence[str]) -> dict[str, Any]:
+    """["grid_size=16", "lr=0.003", "mixer=pool"] -> {"grid_size": 16, "lr": 0.003, "mixer": "pool"}"""
+    changes = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"a change is FIELD=VALUE, got {item!r}")
+        try:
+            changes[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            changes[key] = value  # a plain string
+    return changes
+
+
+def configure(chapter: Chapter, changes: dict[str, Any] | None = None, preset: str | None = None) -> Any:
+    """The chapter's config (or its preset), with `changes`; a ValueError names a field the
+    config does not have."""
+    if preset is not None and preset not in chapter.presets:
+        raise ValueError(f"{chapter.name} has no preset {preset!r}; it has {sorted(chapter.presets)}")
+    base = chapter.presets[preset] if preset is not None else chapter.config_cls()
+    fields = {f.name for f in dataclasses.fields(base)}
+    unknown = sorted(set(changes or {}) - fields)
+    if unknown:
+        raise ValueError(f"{type(base).__name__} has no field {', '.join(unknown)}; its fields: {', '.join(sorted(fields))}")
+    return dataclasses.replace(base, **(changes or {}))
+
+
 def run(argv: Sequence[str] | None, chapter: Chapter) -> list[Target]:
     """Parse `argv`, train or load, measure, print the summary, save. Returns the targets."""
-    args = parser(chapter).parse_args(argv)
+    p = parser(chapter)
+    args = p.parse_args(argv)
     device = setup(args.threads, args.device)
     if args.load:
-        model, config, extra = load_checkpoint(args.load, chapter.model_cls, chapter.config_cls)
-        seconds, info = extra.get("train_seconds", math.nan), {}
+        model, config, extra = load_checkpoint(args.load, chapter.build_model, chapter.config_cls)
+        seconds = extra.get("train_seconds", math.nan)
+        data = chapter.for_config(config)  # the data is rebuilt from the config, as training built it
         print(f"loaded {args.load}")
     else:
-        base = chapter.base_config(args) if chapter.base_config else chapter.config_cls()
-        changes = {o.field: getattr(args, o.field) for o in (Option("--seed", "seed"), *chapter.options)}
-        config = dataclasses.replace(base, **{k: v for k, v in changes.items() if v is not None})
-        model, history, info = chapter.train(config, device, not args.quiet, args)
+        options = {o.field: getattr(args, o.field) for o in (Option("--seed", "seed"), *chapter.options)}
+        try:
+            changes = {**{k: v for k, v in options.items() if v is not None}, **parse_changes(args.set)}
+            config = configure(chapter, changes, getattr(args, "preset", None))
+        except ValueError as e:
+            p.error(str(e))
+        data = chapter.for_config(config)
+        model, history = chapter.train(config, data, device, progress=not args.quiet)
         seconds = history.seconds
         print(f"trained {history.steps:,} steps in {seconds:.1f} s ({history.stop_reason})")
     t0 = time.perf_counter()
-    targets = chapter.measure(model, config, seconds, info, args)
+    targets = chapter.measure(model, config, data, seconds)
     print(table(targets, machine=None))
     print("every target met" if all_met(targets) else f"targets missed: {'; '.join(missed(targets))}")
     print(f"(measured in {time.perf_counter() - t0:.0f} s)")
@@ -107,13 +154,19 @@ def run(argv: Sequence[str] | None, chapter: Chapter) -> list[Target]:
     return targets
 
 
-def benchmark(chapter: Chapter, seed: int, device=None, **changes) -> tuple[list[Target], float]:
-    """Train the chapter's default model (with `changes` to its config) from `seed` and measure
-    it as its command line does, for benchmarks/run.py: (targets, training seconds). The
-    chapter's train and measure get args=None, and skip what has no target."""
-    config = dataclasses.replace(chapter.config_cls(seed=seed), **changes)
-    model, history, info = chapter.train(config, device, False, None)
-    return chapter.measure(model, config, history.seconds, info, None), history.seconds
+def benchmark(chapter: Chapter, seed: int, device=None, preset: str | None = None,
+              **changes) -> tuple[list[Target], float]:
+    """Train the chapter's default model (or its `preset`, with `changes` to the config) from
+    `seed` and measure it as its command line does, without the untargeted details, for
+    benchmarks/run.py: (targets, training seconds)."""
+    if chapter.benchmark is not None:
+        if preset is not None:
+            raise ValueError(f"{chapter.name}'s benchmark is its whole suite: it takes no preset")
+        return chapter.benchmark(seed, device, **changes)
+    config = configure(chapter, {**changes, "seed": seed}, preset)
+    data = chapter.for_config(config)
+    model, history = chapter.train(config, data, device, progress=False)
+    return chapter.measure(model, config, data, history.seconds, details=False), history.seconds
 
 
 def entry_point(chapter: Chapter) -> Callable[[Sequence[str] | None], list[Target]]:

@@ -8,7 +8,8 @@ model lives (a GPU on Colab), and brings the results back.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,19 @@ def model_device(model: nn.Module) -> torch.device:
     for t in list(model.parameters()) + list(model.buffers()):
         return t.device
     return torch.device("cpu")
+
+
+@contextlib.contextmanager
+def evaluating(model: nn.Module) -> Iterator[torch.device]:
+    """`with evaluating(model) as device:` runs the block in eval mode (no dropout), without
+    gradients, and gives the model's device; the model's train/eval mode comes back after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield model_device(model)
+    finally:
+        model.train(was_training)
 
 
 def _as_tensor(x: Any) -> torch.Tensor:

@@ -47,6 +47,16 @@ class Target:
         return "-" if self.met is None else "yes" if self.met else "NO"
 
 
+def time_target(seconds: float, limit: float, measure: str = "training time") -> Target:
+    """The row every chapter has: `seconds` against a budget of `limit` seconds, met when it
+    is at most the budget. A machine row: it measures the computer as much as the model."""
+    if limit <= 0:
+        raise ValueError(f"a time budget must be positive, got {limit}")
+    goal = f"<= {limit / 60:.0f} min" if limit >= 60 and limit % 60 == 0 else f"<= {limit:.0f} s"
+    shown = f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+    return Target(measure, goal, shown, bool(seconds <= limit), machine=True)
+
+
 def all_met(targets: Iterable[Target]) -> bool:
     """True when no target is missed (rows without a goal do not count)."""
     targets = list(targets)

@@ -84,6 +84,14 @@ class TrainOptions:
     grad_clip: float | None = None  # clip the gradient norm to this
     optimizer: str = "adamw"  # or "sgd": plain SGD, no momentum, for ablations
 
+    @classmethod
+    def from_config(cls, config: Any, **overrides: Any) -> TrainOptions:
+        """The options a chapter's config names, field by field (steps, lr, weight_decay, ...),
+        then `overrides` for what the chapter fixes (its monitor, restore_best)."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        named = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name in fields}
+        return cls(**{**named, **overrides})
+
     def __post_init__(self):
         if self.steps < 1 or self.eval_every < 1 or (self.log_every is not None and self.log_every < 1):
             raise ValueError(f"steps, eval_every and log_every must be positive, got steps={self.steps}, "
