@@ -68,6 +68,10 @@ def test_life():
     assert life_measure.model_run(model, grids[0], 2).shape == (3, 6, 6)
     assert 0 <= life_net.neighbour_attention(model, grids) <= 1
     assert life_net.attention_by_offset(model, grids).shape == (5, 5)
+    # trained where the model lives, on batches made on the CPU
+    config = life_net.LifeConfig(grid_size=6, d_model=8, steps=4, eval_every=2, val_grids=8)
+    trained, history = life_net.train(config, life_dataset.for_config(config), device=DEVICE, progress=False)
+    assert history.steps == 4 and life_net.predict(trained, grids).shape == (4, 6, 6)
 
 
 def test_sequences():

@@ -1,18 +1,23 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
+from toylib import cli
 from toylib.attention import count_parameters
-from toylib.life.dataset import grid_hashes, neighbourhood_grids, random_grids, unseen_grids
-from toylib.life.measure import main, summarise
+from toylib.life.dataset import for_config, grid_hashes, neighbourhood_grids, random_grids, unseen_grids
+from toylib.life.measure import CHAPTER, main, measure, summarise
 from toylib.life.net import (
+    ANY_SIZE,
     POST,
+    POST_CHANGES,
     LifeConfig,
     SingleAttentionNet,
     neighbour_attention,
     neighbour_mask,
     predict,
-    train_life,
+    train,
 )
 from toylib.life.world import PATTERNS, check_grids, life_run, life_step, place
 from toylib.targets import all_met, missed
@@ -142,7 +147,7 @@ def test_the_state_embedding_starts_at_its_own_scale():
     torch.manual_seed(0)
     small = SingleAttentionNet(LifeConfig(grid_size=6, d_model=256, state_init=0.1))
     assert 0.08 < small.W_state.std().item() < 0.12 and 0.9 < small.W_row.std().item() * 2**0.5 < 1.1
-    post = SingleAttentionNet(LifeConfig(grid_size=6, d_model=256, **POST))
+    post = SingleAttentionNet(dataclasses.replace(POST, grid_size=6, d_model=256))
     assert 0.9 < post.W_state.std().item() < 1.1 and 0.9 < post.W_pos.std().item() < 1.1
     assert not post.config.mask_self and not post.log_scale.requires_grad and post.config.label_smoothing == 0
 
@@ -166,12 +171,40 @@ def test_a_hand_built_pattern_scores_full_neighbour_attention():
 
 
 def test_tiny_training_run_learns_and_is_deterministic():
-    config = LifeConfig(grid_size=5, steps=300, eval_every=100, seed=3, val_grids=64)
-    m1, h1, seen = train_life(config, device="cpu", progress=False, stop_at_target=False)
-    m2, h2, _ = train_life(config, device="cpu", progress=False, stop_at_target=False)
+    config = LifeConfig(grid_size=5, steps=300, eval_every=100, seed=3, val_grids=64, stop_at_target=False)
+    data = for_config(config)
+    _, h1 = train(config, data, device="cpu", progress=False)
+    _, h2 = train(config, device="cpu", progress=False)  # builds the same data itself
     assert h1.column("loss") == h2.column("loss")  # same seed, same metrics, to the last bit
     assert h1.column("loss")[-1] < h1.column("loss")[0] - 0.05  # the mean loss between validations falls
-    assert 0.8 * 300 * config.batch_size < len(seen) <= 300 * config.batch_size  # a hash per grid; few repeat
+    seen = data.seen  # a hash per training grid; few repeat
+    assert 0.8 * 300 * config.batch_size < len(seen) <= 300 * config.batch_size
+
+
+def test_for_config_builds_the_same_data_from_the_same_seed():
+    config = LifeConfig(grid_size=6, batch_size=4, val_grids=32, seed=5)
+    a, b = for_config(config), for_config(config)
+    np.testing.assert_array_equal(a.val_x, b.val_x)
+    np.testing.assert_array_equal(a.val_y, life_step(a.val_x))
+    first = [next(a.batches()) for _ in range(2)]  # every call starts the stream again
+    torch.testing.assert_close(first[0], first[1])
+    x, y = first[0]
+    assert x.shape == (4, 6, 6) and torch.equal(y, torch.from_numpy(life_step(x.numpy())))
+    assert a.seen == grid_hashes(x.numpy()) and not b.seen  # seen holds what was drawn, nothing more
+    # the seed moves both streams; the validation stream is never the training stream
+    other = for_config(dataclasses.replace(config, seed=6))
+    assert not np.array_equal(other.val_x, a.val_x) and not torch.equal(next(other.batches())[0], x)
+    assert not np.array_equal(a.val_x[:4], x.numpy())
+    # the training grids are those the config's seed draws, at the config's densities
+    np.testing.assert_array_equal(x.numpy(), random_grids(4, 6, np.random.default_rng(5), config.density))
+
+
+def test_presets_are_the_post_and_any_size():
+    assert POST == LifeConfig(**POST_CHANGES) and not POST.mask_self and POST.positions == "cells"
+    assert cli.configure(CHAPTER, preset="any_size") == ANY_SIZE
+    assert cli.configure(CHAPTER, {"grid_size": 6}, "post") == dataclasses.replace(POST, grid_size=6)
+    text = " ".join(cli.parser(CHAPTER).format_help().split())
+    assert "--preset {post,any_size}" in text and "--mixer" in text
 
 
 class Oracle(torch.nn.Module):
@@ -207,6 +240,16 @@ def test_summary_passes_the_rule_itself_and_fails_a_model_that_kills_everything(
     assert all_met(good.targets(train_seconds=180, grid_size=6))
     slow = good.targets(train_seconds=181, grid_size=6)
     assert missed(slow) == ["training time"] and slow[-1].machine
+
+
+def test_measure_prints_its_details_only_when_asked(capsys):
+    config = LifeConfig(grid_size=6, val_grids=8)
+    data = for_config(config)
+    next(data.batches())  # training saw one batch
+    targets = measure(Oracle(6), config, data, 1.0, details=False)
+    assert capsys.readouterr().out == "" and all_met(targets)
+    assert [t.measured for t in measure(Oracle(6), config, data, 1.0)] == [t.measured for t in targets]
+    assert "left out as seen in training" in capsys.readouterr().out
 
 
 def test_cli_trains_saves_and_loads(tmp_path, capsys):
@@ -319,12 +362,9 @@ def test_offset_attention_sums_the_values_it_attends_to():
 
 
 def test_any_size_model_trains_small_and_is_exact_on_large_grids():
-    import dataclasses
-
     from toylib.life.measure import any_size_check, any_size_targets
-    from toylib.life.net import ANY_SIZE
 
-    model, history, _ = train_life(dataclasses.replace(ANY_SIZE, seed=0), device="cpu", progress=False)
+    model, history = train(dataclasses.replace(ANY_SIZE, seed=0), device="cpu", progress=False)
     assert history.stop_reason == "callback"  # exact on validation, attention on the neighbours
     by_offset = attention_by_offset(model, None)
     assert by_offset.shape == (5, 5) and by_offset[1:4, 1:4].sum() - by_offset[2, 2] >= 0.99

@@ -1,11 +1,20 @@
-"""Life's data: random grids of mixed densities, test grids that training never saw (by
-their hashes), and every 3x3 neighbourhood tiled onto grids."""
+"""Life's data: random grids of mixed densities, what a model trains and is validated on
+(`for_config`), test grids that training never saw (by their hashes), and every 3x3
+neighbourhood tiled onto grids."""
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from toylib.life.world import check_grids
+import numpy as np
+import torch
+
+from toylib.life.world import check_grids, life_step
+
+if TYPE_CHECKING:
+    from toylib.life.net import LifeConfig
 
 
 # ----------------------------------------------------------------------------- data
@@ -46,6 +55,45 @@ def _grid_keys(grids: np.ndarray) -> list[bytes]:
 def grid_hashes(grids: np.ndarray) -> set[bytes]:
     """A set of byte strings, one per grid, to check that test grids never appeared in training."""
     return set(_grid_keys(check_grids(grids)))
+
+
+# ----------------------------------------------------------------------------- what a model trains on
+
+
+@dataclasses.dataclass
+class LifeData:
+    """What a Life model trains and is validated on: an endless stream of fresh random grids
+    with their next states, and held-out validation grids from a stream of their own.
+    `seen` gains the hash of every training grid as the stream is drawn, so that after
+    training the test grids can leave them all out."""
+
+    grid_size: int
+    batch_size: int  # grids per training batch
+    density: tuple[float, float]  # each training grid's density is drawn from this range
+    seed: int  # of the training stream
+    val_x: np.ndarray  # (val_grids, size, size) validation grids, densities 0.05 to 0.95
+    val_y: np.ndarray  # (val_grids, size, size) their next states
+    seen: set[bytes] = dataclasses.field(default_factory=set)  # hashes of the training grids drawn
+
+    def batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Endless training batches (grids, next states), each (batch_size, size, size); every
+        call starts the same stream from `seed` again."""
+        rng = np.random.default_rng(self.seed)
+        while True:
+            x = random_grids(self.batch_size, self.grid_size, rng, self.density)
+            self.seen.update(grid_hashes(x))
+            yield torch.from_numpy(x), torch.from_numpy(life_step(x))
+
+
+def for_config(config: LifeConfig) -> LifeData:
+    """The data `config` trains on: training grids from `config.seed`'s stream, and
+    `config.val_grids` validation grids from a stream of their own ([seed, 1]), never the
+    training stream."""
+    val_x = random_grids(config.val_grids, config.grid_size, np.random.default_rng([config.seed, 1]))
+    return LifeData(config.grid_size, config.batch_size, config.density, config.seed, val_x, life_step(val_x))
+
+
+# ----------------------------------------------------------------------------- every neighbourhood
 
 
 def neighbourhood_grids(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -8,11 +8,12 @@ import dataclasses
 import numpy as np
 
 from toylib import cli
-from toylib.life.dataset import neighbourhood_grids, random_grids, unseen_grids
+from toylib.life.dataset import LifeData, for_config, neighbourhood_grids, random_grids, unseen_grids
 from toylib.life.net import (
     ANY_SIZE,
     MIXERS,
     POSITIONS,
+    POST,
     LifeConfig,
     OffsetAttentionNet,
     SingleAttentionNet,
@@ -21,11 +22,10 @@ from toylib.life.net import (
     exact_fraction,
     neighbour_attention,
     predict,
-    train_life,
+    train,
 )
 from toylib.life.world import check_grids, life_run, life_step
-from toylib.targets import Target, pct
-from toylib.train import History
+from toylib.targets import Target, pct, time_target
 
 
 # ----------------------------------------------------------------------------- judging a model
@@ -63,7 +63,7 @@ def any_size_targets(result: dict[str, float], train_seconds: float, grids: int 
                result["exact"] == 1),
         Target(f"exact {game_size}x{game_size} game, {game_steps} steps on own outputs", "yes",
                "yes" if result["game_exact"] == 1 else "no", result["game_exact"] == 1),
-        Target("training time (any size)", "< 1 min", f"{train_seconds:.0f} s", train_seconds < 60, machine=True),
+        time_target(train_seconds, 60, "training time (any size)"),
     ]
 
 
@@ -112,8 +112,7 @@ class Summary:
             Target("attention on the 8 neighbours (mean)", ">= 99 %", f"{100 * self.neighbour_attention:.1f} %",
                    bool(self.neighbour_attention >= 0.99)),
             Target("grid size", "16x16 (post)", f"{grid_size}x{grid_size}", True if grid_size == 16 else None),
-            Target("training time", f"<= {time_limit / 60:.0f} min", f"{train_seconds:.0f} s",
-                   train_seconds <= time_limit, machine=True),
+            time_target(train_seconds, time_limit),
         ]
 
 
@@ -122,7 +121,7 @@ def summarise(
 ) -> Summary:
     """Measure a trained model against the chapter's targets, on random grids (densities
     0.05 to 0.95) from `seed`'s own stream, leaving out every grid in `seen` (the hashes of
-    the training grids, from `train_life`)."""
+    the training grids: `data.seen` after `train`)."""
     size = model.config.grid_size
     rng = np.random.default_rng([seed, 2])
     x, dropped = unseen_grids(test_grids, size, rng, seen)
@@ -145,40 +144,42 @@ def summarise(
     )
 
 
-# ----------------------------------------------------------------------------- command line
+# ----------------------------------------------------------------------------- what the command line and the benchmark run
 
 
-def _train(config: LifeConfig, device, progress: bool, args) -> tuple[SingleAttentionNet, History, dict]:
-    model, history, seen = train_life(config, device=device, progress=progress)
-    return model, history, {"seen": seen}
-
-
-def _measure(model: SingleAttentionNet | OffsetAttentionNet, config: LifeConfig, seconds: float, info: dict, args) -> list[Target]:
-    if "seen" not in info:
+def measure(model: SingleAttentionNet | OffsetAttentionNet, config: LifeConfig, data: LifeData, train_seconds: float,
+            details: bool = True) -> list[Target]:
+    """The chapter's targets for a model trained on `data`: the summary on grids it never
+    trained on, and for a model that takes any size, the grids of other sizes. With details,
+    it also prints how many test draws were left out as seen in training."""
+    if not data.seen:
         print("(a loaded model does not carry its training grids: the test grids are not checked against them)")
-    targets = summarise(model, info.get("seen", set())).targets(seconds, config.grid_size)
+    summary = summarise(model, data.seen)
+    if details:
+        print(f"test draws left out as seen in training: {summary.dropped_as_seen}")
+    targets = summary.targets(train_seconds, config.grid_size)
     if isinstance(model, OffsetAttentionNet):  # and the sizes it never saw
-        targets += any_size_targets(any_size_check(model), seconds)
+        targets += any_size_targets(any_size_check(model), train_seconds)
     return targets
 
 
 CHAPTER = cli.Chapter(
     "life", "Train a transformer on Conway's Game of Life, and measure it against the chapter's targets.",
-    LifeConfig, build_model, _train, _measure,
+    LifeConfig, build_model, for_config, train, measure,
     options=(
         cli.Option("--size", "grid_size", "grid size"),
         cli.Option("--steps", "steps", "most training steps"),
         cli.Option("--d-model", "d_model", "token width"),
-        cli.Option("--mixer", "mixer", "attention, a fixed 3x3 average, or attention by offset (any size)",
-                   choices=MIXERS),
+        cli.Option("--mixer", "mixer", "attention, a fixed 3x3 average, or attention by offset (any size; "
+                   "--preset any_size: its settings)", choices=MIXERS),
         cli.Option("--lr", "lr", "peak learning rate"),
         cli.Option("--batch-size", "batch_size", "grids per batch"),
         cli.Option("--positions", "positions", "a vector per row and one per column, or one per cell (the post's)",
                    choices=POSITIONS),
         cli.Option("--mask-self", "mask_self", "forbid a cell to attend to itself (--no-mask-self: as in the post)"),
     ),
-    # --mixer offset starts from ANY_SIZE's settings (8x8 training), which the other options change
-    base_config=lambda args: ANY_SIZE if args.mixer == "offset" else LifeConfig(),
+    # any_size: OffsetAttentionNet's settings (8x8 training); post: the post's model
+    presets={"post": POST, "any_size": ANY_SIZE},
 )
 
 main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script

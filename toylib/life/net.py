@@ -15,10 +15,10 @@ from torch import nn
 
 from toylib.attention import attention
 from toylib.device import flush_denormals, pick_device, seed_everything
-from toylib.infer import infer, model_device
-from toylib.life.dataset import grid_hashes, random_grids
-from toylib.life.world import NEIGHBOUR_OFFSETS, check_grids, life_step
-from toylib.train import History, TrainOptions, fit, forever, stop_when
+from toylib.infer import evaluating, infer, model_device
+from toylib.life.dataset import LifeData, for_config
+from toylib.life.world import NEIGHBOUR_OFFSETS, check_grids
+from toylib.train import History, TrainOptions, fit, stop_when
 
 
 # ----------------------------------------------------------------------------- the model
@@ -67,6 +67,7 @@ class LifeConfig:
     eval_every: int = 200  # steps between validations
     val_grids: int = 1024  # validation grids (a stream of their own, never trained on)
     attention_target: float = 0.992  # stop once this share of attention is on the neighbours (a margin over 99 %)
+    stop_at_target: bool = True  # stop at the first validation with every grid exact and attention_target met
     seed: int = 0  # seeds the weights and the training data
 
     def __post_init__(self):
@@ -85,9 +86,8 @@ class LifeConfig:
         return self.grid_size * self.grid_size
 
     def train_options(self) -> TrainOptions:
-        # out of steps, keep the best validated weights: one number ranks them (see train_life)
-        return TrainOptions(steps=self.steps, lr=self.lr, schedule=self.schedule, warmup=self.warmup,
-                            eval_every=self.eval_every, monitor="val_shortfall", restore_best=True)
+        # out of steps, keep the best validated weights: one number ranks them (see train)
+        return TrainOptions.from_config(self, monitor="val_shortfall", restore_best=True)
 
 
 class SingleAttentionNet(nn.Module):
@@ -214,11 +214,13 @@ class OffsetAttentionNet(nn.Module):
 # 8x8 grids, 64 a batch (the 10-seed count was measured with exactly these settings).
 ANY_SIZE = LifeConfig(mixer="offset", grid_size=8, d_model=8, lr=0.02, batch_size=64, steps=12_000)
 
-# The post's model as the post builds it, over our defaults: a position vector per cell, a cell
-# may attend to itself, scores scaled by 1/sqrt(d_model) alone, every weight started at the
-# usual scale (embeddings N(0, 1), matrices N(0, 1/d)), and plain 0/1 targets
-POST = dict(positions="cells", mask_self=False, learn_scale=False, scale_init=1.0, label_smoothing=0.0,
-            state_init=1.0, qk_init=1.0)
+# The post's model as the post builds it, as changes to our defaults (the notebook makes them to
+# other configs too): a position vector per cell, a cell may attend to itself, scores scaled by
+# 1/sqrt(d_model) alone, every weight started at the usual scale (embeddings N(0, 1), matrices
+# N(0, 1/d)), and plain 0/1 targets
+POST_CHANGES = dict(positions="cells", mask_self=False, learn_scale=False, scale_init=1.0, label_smoothing=0.0,
+                    state_init=1.0, qk_init=1.0)
+POST = LifeConfig(**POST_CHANGES)  # the post's config (trained by our loop, on our grids)
 
 
 def build_model(config: LifeConfig) -> SingleAttentionNet | OffsetAttentionNet:
@@ -272,8 +274,9 @@ def attention_by_offset(model: SingleAttentionNet, grids, radius: int = 2, batch
         r = model.config.radius
         if not 0 <= radius <= r:
             raise ValueError(f"radius must be between 0 and the model's {r}")
-        pattern = model(torch.zeros(1, 2 * r + 1, 2 * r + 1, device=model_device(model)))[1]
-        return pattern[0, 0, 0, r - radius : r + radius + 1, r - radius : r + radius + 1].detach().cpu().numpy()
+        with evaluating(model) as device:
+            pattern = model(torch.zeros(1, 2 * r + 1, 2 * r + 1, device=device))[1]
+        return pattern[0, 0, 0, r - radius : r + radius + 1, r - radius : r + radius + 1].cpu().numpy()
     g = check_grids(grids, model.config.grid_size)
     size = model.config.grid_size
     if not 0 <= radius <= size // 2 - (size % 2 == 0):
@@ -299,7 +302,7 @@ def exact_fraction(predicted: np.ndarray, true: np.ndarray) -> float:
 
 def life_loss(model: SingleAttentionNet, batch: tuple[torch.Tensor, torch.Tensor], label_smoothing: float = 0.0):
     """Binary cross-entropy per cell, and the share of cells right, for one batch."""
-    device = next(model.parameters()).device
+    device = model_device(model)
     grids, targets = (t.to(device) for t in batch)
     logits, _ = model(grids)
     soft = targets.float() * (1 - 2 * label_smoothing) + label_smoothing
@@ -307,45 +310,38 @@ def life_loss(model: SingleAttentionNet, batch: tuple[torch.Tensor, torch.Tensor
     return loss, {"cell_acc": ((logits > 0) == targets.bool()).float().mean().item()}
 
 
-def train_life(
-    config: LifeConfig = LifeConfig(),
-    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
+def train(
+    config: LifeConfig,
+    data: LifeData | None = None,
     device: torch.device | str | None = None,
+    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
     progress: bool = True,
-    stop_at_target: bool = True,
-) -> tuple[SingleAttentionNet, History, set[bytes]]:
-    """Build a model from `config` and train it on freshly generated grids.
+) -> tuple[SingleAttentionNet | OffsetAttentionNet, History]:
+    """Build a model from `config` and train it on `data` (by default `for_config(config)`):
+    fresh random grids every batch, whose hashes `data.seen` collects, so that the test grids
+    can leave out every grid training saw.
 
-    Every `eval_every` steps it is validated on `val_grids` held-out grids of densities 0.05
-    to 0.95 (val_exact: share predicted exactly). With stop_at_target, training stops at the
-    first validation with every grid exact and the attention settled on the neighbours; if
-    that never happens, the best validated weights are restored at the end.
-    Returns (model, history, hashes of every training grid: to prove the test set is unseen).
+    Every `eval_every` steps it is validated on `data.val_x` (val_exact: share predicted
+    exactly). With config.stop_at_target, training stops at the first validation with every
+    grid exact and the attention settled on the neighbours; if that never happens, the best
+    validated weights are restored at the end. Returns (model, history).
     """
-    rng = seed_everything(config.seed)
+    data = for_config(config) if data is None else data
+    seed_everything(config.seed)  # the weights; the grids come from data's own streams
     device = device or pick_device()
     model = build_model(config).to(device)
-    val_rng = np.random.default_rng([config.seed, 1])  # a stream of its own: never the training stream
-    val_x = random_grids(config.val_grids, config.grid_size, val_rng)
-    val_y = life_step(val_x)
-    seen: set[bytes] = set()
-
-    def make_batch():
-        x = random_grids(config.batch_size, config.grid_size, rng, config.density)
-        seen.update(grid_hashes(x))
-        return torch.from_numpy(x), torch.from_numpy(life_step(x))
 
     def evaluate(m):
-        exact = exact_fraction(predict(m, val_x), val_y)
-        attn = neighbour_attention(m, val_x[:256]) if config.mixer in ("attention", "offset") else 1.0
+        exact = exact_fraction(predict(m, data.val_x), data.val_y)
+        attn = neighbour_attention(m, data.val_x[:256]) if config.mixer in ("attention", "offset") else 1.0
         # one number to keep the best weights by: exactness first, then attention
         return {"val_exact": exact, "neighbour_attention": attn, "val_shortfall": 2 * (1 - exact) + (1 - attn)}
 
     def at_target(r):
-        return stop_at_target and r["val_exact"] == 1.0 and r["neighbour_attention"] >= config.attention_target
+        return config.stop_at_target and r["val_exact"] == 1.0 and r["neighbour_attention"] >= config.attention_target
 
     with flush_denormals():  # the attention's tail underflows as it settles: see flush_denormals
-        history = fit(model, forever(make_batch), lambda m, b: life_loss(m, b, config.label_smoothing),
+        history = fit(model, data.batches(), lambda m, b: life_loss(m, b, config.label_smoothing),
                       config.train_options(), eval_fn=evaluate, callback=stop_when(at_target, callback),
                       device=device, progress=progress)
-    return model, history, seen
+    return model, history
