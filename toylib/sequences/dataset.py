@@ -98,7 +98,7 @@ def held_out(cfg: SeqConfig, n: int = N_TEST, length: int | None = None, split: 
     return draw_sequences(cfg, n, np.random.default_rng([seed, 2]), split, length)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # arrays: no == between two SeqData
 class SeqData:
     """What a config's model trains and is judged on (`for_config`): an endless stream of
     fresh training batches (`batches()`), the validation sets, one per training length,

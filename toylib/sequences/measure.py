@@ -18,8 +18,7 @@ from tqdm.auto import tqdm
 
 from toylib import cli
 from toylib.infer import infer
-from toylib.sequences import dataset
-from toylib.sequences.dataset import SeqData, for_config, held_out
+from toylib.sequences.dataset import N_TEST, TEST_SEED, SeqData, for_config, held_out
 from toylib.sequences.net import QUERIES, SeqConfig, SeqTransformer, at_stop_rule, train
 from toylib.sequences.numpy_net import NumpyTransformer
 from toylib.sequences.world import TASKS, _check_sequences, source_positions
@@ -86,8 +85,9 @@ def filter_attention(model, x, layer: int = 0, head: int = 0) -> dict[str, float
     }
 
 
-def evaluate(model, n: int = dataset.N_TEST, seed: int = dataset.TEST_SEED, length: int | None = None,
-             split: str = "test") -> dict[str, float]:
+def evaluate(
+    model, n: int = N_TEST, seed: int = TEST_SEED, length: int | None = None, split: str = "test",
+) -> dict[str, float]:
     """Exact match, per-position accuracy and attention on the source, on `n` sequences of
     `split` (by default the held-out test split) drawn from `seed` (`held_out`)."""
     return evaluate_on(model, *held_out(model.config, n, length, split, seed))
