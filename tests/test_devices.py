@@ -81,11 +81,13 @@ def test_sequences():
     from toylib.sequences import net as seq_net
 
     model = seq_net.SeqTransformer(seq_net.SeqConfig(task="reverse", length=8)).to(DEVICE)
-    x, _ = seq_dataset.make_data(model.config, 20, np.random.default_rng(0), "test")
+    x, _ = seq_dataset.draw_sequences(model.config, 20, np.random.default_rng(0), "test")
     probs, patterns = seq_measure.run_model(model, x)
     assert isinstance(probs, np.ndarray) and on_cpu(patterns)
     assert 0 <= seq_measure.attention_on_source(model, x) <= 1
     assert 0 <= seq_measure.evaluate(model, n=20)["exact"] <= 1
+    targets = seq_measure.measure(model, model.config, seq_dataset.for_config(model.config), 1.0)
+    assert targets[0].measure == "exact match, reverse, length 8, 10,000 held-out sequences"
     splits = seq_look.weight_splits(model)
     assert all(isinstance(a, np.ndarray) for part in splits.values() for a in part.values())
 

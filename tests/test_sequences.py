@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from toylib.sequences.dataset import in_split, sample_sequences, sequence_hash, split_of
+from toylib import cli
+from toylib.sequences.dataset import for_config, in_split, sample_sequences, sequence_hash, split_of
 from toylib.sequences.look import weight_splits
-from toylib.sequences.measure import attention_on_source, evaluate, filter_attention, main, train_numpy
-from toylib.sequences.net import SeqConfig, SeqTransformer, sequence_loss, train_sequences
+from toylib.sequences.measure import CHAPTER, attention_on_source, evaluate, filter_attention, main, train_numpy
+from toylib.sequences.net import SeqConfig, SeqTransformer, sequence_loss, train
 from toylib.sequences.numpy_net import NumpyTransformer
 from toylib.sequences.world import make_targets, source_positions
 from toylib.targets import all_met, missed
@@ -106,6 +107,42 @@ def test_sampling_is_seeded():
     a = sample_sequences(20, 6, 10, np.random.default_rng(7), "test")
     b = sample_sequences(20, 6, 10, np.random.default_rng(7), "test")
     np.testing.assert_array_equal(a, b)
+
+
+def test_for_config_draws_the_same_data_from_the_config_seed():
+    cfg = SeqConfig(task="rotate", length=5, val_size=300, batch=16)
+    data, again = for_config(cfg), for_config(cfg)
+    assert data.config == cfg and data.lengths == (5,)
+    (val_x, val_y), = data.val
+    assert val_x.shape == (300, 5) and in_split(val_x, "val").all()
+    np.testing.assert_array_equal(val_y, val_x[:, source_positions("rotate", 5)])
+    test_x, test_y = data.test
+    assert test_x.shape == (10_000, 5) and in_split(test_x, "test").all()
+    np.testing.assert_array_equal(val_x, again.val[0][0])
+    np.testing.assert_array_equal(test_x, again.test[0])
+    # the training stream starts again from the seed on every call, within the train split
+    first, second = data.batches(), again.batches()
+    for _ in range(3):
+        (x, y), (x2, _) = next(first), next(second)
+        assert x.shape == (16, 5) and in_split(x, "train").all()
+        np.testing.assert_array_equal(x, x2)
+    np.testing.assert_array_equal(next(data.batches())[0], next(again.batches())[0])
+    # the config's seed draws the training and validation data; the test set is every seed's
+    other = for_config(dataclasses.replace(cfg, seed=1))
+    assert not np.array_equal(other.val[0][0], val_x)
+    assert not np.array_equal(next(other.batches())[0], next(data.batches())[0])
+    np.testing.assert_array_equal(other.test[0], test_x)
+
+
+def test_for_config_shares_validation_among_mixed_lengths():
+    data = for_config(SeqConfig(length=4, val_size=90, batch=8), lengths=(2, 3, 4))
+    assert [x.shape for x, _ in data.val] == [(30, 2), (30, 3), (30, 4)] and data.test[0].shape[1] == 4
+    batches = data.batches()
+    assert {next(batches)[0].shape[1] for _ in range(30)} == {2, 3, 4}  # each batch draws its length
+    with pytest.raises(ValueError, match="lengths"):
+        for_config(SeqConfig(), lengths=(0, 3))
+    with pytest.raises(ValueError, match="another config"):
+        train(SeqConfig(lr=0.02), for_config(SeqConfig()), progress=False)
 
 
 # ----------------------------------------------------------------------------- the model
@@ -213,18 +250,21 @@ def test_numpy_model_rejects_what_it_does_not_implement():
 
 def test_short_training_reaches_copy_and_is_deterministic():
     cfg = SeqConfig(task="reverse", length=4, steps=400, val_size=500, eval_every=25)
-    model, history = train_sequences(cfg, device="cpu", progress=False)
+    model, history = train(cfg, device="cpu", progress=False)
     assert history.stop_reason == "callback" and history.last["val_exact"] == 1.0
     result = evaluate(model, n=2000)
     assert result["exact"] == 1.0 and result["attention_on_source"] > 0.99
-    again, history2 = train_sequences(dataclasses.replace(cfg, steps=50), device="cpu", progress=False)
+    _, history2 = train(dataclasses.replace(cfg, steps=50), device="cpu", progress=False)
     assert history2.column("loss") == history.column("loss")[:2]
+    # stop_loss=0: no validation loss is below it, so training runs all its steps
+    _, history3 = train(dataclasses.replace(cfg, steps=60, stop_loss=0.0), device="cpu", progress=False)
+    assert history3.stop_reason == "steps" and history3.steps == 60
 
 
 def test_numpy_training_is_deterministic_and_learns():
     cfg = SeqConfig(task="reverse", length=4, steps=300, val_size=500, eval_every=25)
-    a, ha = train_numpy(cfg)
-    b, hb = train_numpy(cfg)
+    a, ha = train_numpy(cfg, progress=False)
+    _, hb = train_numpy(cfg, for_config(cfg), progress=False)
     assert ha.column("loss") == hb.column("loss")
     assert ha.last["val_exact"] == 1.0 and evaluate(a, n=1000)["exact"] == 1.0
 
@@ -261,7 +301,7 @@ def test_gradient_check_is_tight_and_catches_a_wrong_backward(monkeypatch):
 
 
 def test_filter_attention_of_a_trained_model_reads_its_own_position():
-    model, history = train_sequences(SeqConfig(task="filter", length=4, val_size=500), device="cpu", progress=False)
+    model, history = train(SeqConfig(task="filter", length=4, val_size=500), device="cpu", progress=False)
     assert history.stop_reason == "callback"
     x = sample_sequences(300, 4, 10, np.random.default_rng(0), "test")
     stats = filter_attention(model, x)
@@ -274,25 +314,36 @@ def test_filter_attention_of_a_trained_model_reads_its_own_position():
 
 def test_cli_trains_saves_and_loads(tmp_path, capsys):
     ckpt = tmp_path / "m.pt"
-    r = main(["-t", "rotate", "-S", "4", "--steps", "400", "--save", str(ckpt), "--test-size", "200", "--quiet"])
-    assert ckpt.exists() and r[0].measure == "exact match, rotate, length 4, 200 held-out sequences"
-    r2 = main(["--load", str(ckpt), "-S", "4", "--test-size", "200"])
+    r = main(["-t", "rotate", "-S", "4", "--steps", "400", "--save", str(ckpt), "--quiet"])
+    assert ckpt.exists() and r[0].measure == "exact match, rotate, length 4, 10,000 held-out sequences"
+    assert r[-1].measure == "training time" and r[-1].goal == "<= 1 min"
+    r2 = main(["--load", str(ckpt)])  # the length comes with the model's config
     assert [t.measured for t in r2[:3]] == [t.measured for t in r[:3]]  # the same weights, the same answers
-    r3 = main(["-t", "copy", "-S", "3", "--numpy", "--steps", "20", "--test-size", "100", "--queries", "input"])
-    assert r3[0].measure.startswith("exact match, copy, length 3") and r3[-1].goal == "< 90 s"  # NumPy's budget
+    r3 = main(["-t", "copy", "-S", "3", "--steps", "20", "--queries", "input", "--set", "stop_loss=0.0", "lr=0.02"])
+    assert r3[0].measure.startswith("exact match, copy, length 3")
+    assert "trained 20 steps" in capsys.readouterr().out  # stop_loss=0: every step
+
+
+def test_cli_benchmark_trains_the_whole_suite_and_refuses_unknown_fields():
+    tiny = {"steps": 2, "eval_every": 1, "val_size": 20, "batch": 8}
+    targets, seconds = cli.benchmark(CHAPTER, seed=0, device="cpu", **tiny)
+    measures = [t.measure for t in targets]
+    assert "PyTorch exact match, filter, length 16" in measures and "NumPy exact match, reverse, length 8" in measures
+    assert "relative, trained on 2-16: exact, rotate, length 64" in measures and seconds > 0
+    assert [t.measure for t in targets if t.machine] == ["PyTorch training per task, slowest of 8",
+                                                         "NumPy training per task, slowest of 4"]
+    with pytest.raises(ValueError, match="no field no_such_field"):
+        cli.benchmark(CHAPTER, seed=0, device="cpu", no_such_field=1)
+    with pytest.raises(ValueError, match="sets task"):
+        cli.benchmark(CHAPTER, seed=0, device="cpu", task="copy")
 
 
 def test_mixed_length_training_learns_every_training_length():
-    from toylib.sequences.measure import evaluate
-    from toylib.sequences.net import train_sequences
-
     cfg = SeqConfig(length=3, steps=600, eval_every=20, val_size=200)
-    model, history = train_sequences(cfg, device="cpu", progress=False, lengths=(2, 3))
+    model, history = train(cfg, for_config(cfg, lengths=(2, 3)), device="cpu", progress=False)
     assert history.stop_reason == "callback" and history.last["val_attention_on_source"] == 1.0
     # copy, at the lengths it trained on: batches of both lengths were drawn
     assert evaluate(model, 200, length=2)["exact"] == evaluate(model, 200, length=3)["exact"] == 1.0
-    with pytest.raises(ValueError, match="lengths"):
-        train_sequences(cfg, lengths=(0, 3), progress=False)
 
 
 # ----------------------------------------------------------------------------- relative positions

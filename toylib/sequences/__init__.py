@@ -31,18 +31,19 @@ The chapter's rooms, in the reader's order (each imports only from those above i
 - ``world.py``      the tasks: `check_task`, the ground truth `make_targets`, and where each
                     output reads from (`source_positions`); no torch
 - ``dataset.py``    the held-out split by a stable hash (`sequence_hash`, `split_of`,
-                    `in_split`) and the samplers (`sample_sequences`, `make_data`)
+                    `in_split`), the samplers (`sample_sequences`, `draw_sequences`,
+                    `held_out`) and a config's data (`for_config`, `SeqData`)
 - ``net.py``        `SeqConfig`, `embed`, `RelativeBias`, `SeqTransformer`, `sequence_loss`,
-                    `train_sequences` and its stopping rule `at_stop_rule`
+                    `train` and its stopping rule `at_stop_rule`
 - ``numpy_net.py``  the same model in NumPy with a hand-written backward pass and Adam
                     (`NumpyTransformer`), checked by `gradient_check`
 - ``measure.py``    a model run and judged (`run_model`, `predict`, `exact_match`,
-                    `attention_on_source`, `filter_attention`, `evaluate`), the NumPy
-                    training loop `train_numpy` (it validates with those), the suite
+                    `attention_on_source`, `filter_attention`, `evaluate`, `evaluate_on`),
+                    the NumPy training loop `train_numpy` (it validates with those), the suite
                     (`train_suite`, `Run`), the ablations (`ABLATIONS`, `run_ablations`), the
                     longer-sequence runs (`RELATIVE`, `train_mixed`, `length_table`), the
-                    chapter's targets (`suite_targets`, `claim_targets`, `length_targets`),
-                    `benchmark`, and the command line (`CHAPTER`, `main`)
+                    chapter's targets (`suite_targets`, `claim_targets`, `length_targets`,
+                    `measure`), `benchmark`, and the command line (`CHAPTER`, `main`)
 - ``look.py``       what Q, K and V read (`weight_splits`, `plot_weight_splits`) and one
                     sequence drawn as the post draws it (`plot_example`)
 - ``__main__.py``   python -m toylib.sequences

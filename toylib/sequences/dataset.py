@@ -1,9 +1,12 @@
 """The sequences chapter's data: held-out data is split by a stable hash of each sequence
 (`split_of`), so a test sequence can never be drawn for training, at any length; the samplers
-draw from one split only."""
+draw from one split only. `for_config` builds what a config trains and is judged on
+(`SeqData`): fresh training batches from its seed, the validation sets and the test set."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -75,7 +78,56 @@ def sample_sequences(n: int, length: int, vocab: int, rng: np.random.Generator, 
     return np.concatenate(kept) if kept else np.zeros((0, length), np.int64)
 
 
-def make_data(cfg: "SeqConfig", n: int, rng: np.random.Generator, split: str = "train", length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def draw_sequences(cfg: SeqConfig, n: int, rng: np.random.Generator, split: str = "train",
+                   length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(inputs, targets), each (n, length), for the config's task."""
     x = sample_sequences(n, length or cfg.length, cfg.vocab, rng, split)
     return x, make_targets(cfg.task, x, cfg.threshold)
+
+
+# ----------------------------------------------------------------------------- a config's data
+
+N_TEST = 10_000  # test sequences every model is judged on
+TEST_SEED = 1234  # the test sequences are the same for every config: drawn from this seed
+
+
+def held_out(cfg: SeqConfig, n: int = N_TEST, length: int | None = None, split: str = "test",
+             seed: int = TEST_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """`n` sequences of `split` (by default the test split) and their targets, drawn from
+    `seed` alone: the same for every model of a task, whatever its own seed."""
+    return draw_sequences(cfg, n, np.random.default_rng([seed, 2]), split, length)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)  # arrays: no == between two SeqData
+class SeqData:
+    """What a config's model trains and is judged on (`for_config`): an endless stream of
+    fresh training batches (`batches()`), the validation sets, one per training length,
+    and the test set, at the config's length."""
+
+    config: SeqConfig
+    lengths: tuple[int, ...]  # the training lengths: each batch draws one of them
+    val: tuple[tuple[np.ndarray, np.ndarray], ...]  # (inputs, targets) per length, of the "val" split
+    test: tuple[np.ndarray, np.ndarray]  # (inputs, targets): N_TEST sequences of the "test" split
+
+    def batches(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Endless training batches (inputs, targets) of `config.batch` sequences, each batch
+        of one length; the same stream, from the config's seed, on every call."""
+        c = self.config
+        rng = np.random.default_rng([c.seed, 0])  # the training stream
+        while True:
+            # one length: no draw, so that the stream of batches is the same as ever
+            n = self.lengths[rng.integers(len(self.lengths))] if len(self.lengths) > 1 else self.lengths[0]
+            yield draw_sequences(c, c.batch, rng, "train", n)
+
+
+def for_config(cfg: SeqConfig, lengths: Iterable[int] | None = None) -> SeqData:
+    """The data of `cfg`: training batches of length `cfg.length`, or of mixed `lengths` (each
+    batch draws one of them, so that no batch needs padding), `cfg.val_size` validation
+    sequences shared out among the lengths, and the test set (`held_out`)."""
+    lengths = (cfg.length,) if lengths is None else tuple(lengths)
+    if not lengths or min(lengths) < 1:
+        raise ValueError(f"lengths must be lengths >= 1, got {lengths}")
+    val_rng = np.random.default_rng([cfg.seed, 1])
+    per_length = max(1, cfg.val_size // len(lengths))
+    val = tuple(draw_sequences(cfg, per_length, val_rng, "val", n) for n in lengths)
+    return SeqData(cfg, lengths, val, held_out(cfg))

@@ -1,8 +1,8 @@
 """Judging the sequences chapter's models: running either model (`run_model`), exact match and
 where the attention lands, on held-out sequences; the NumPy model's training loop (here
 because it validates with those); the suite of trained models, the ablations and the
-longer-sequence runs; the chapter's targets, `benchmark` (for benchmarks/run.py) and the
-command line."""
+longer-sequence runs; the chapter's targets (`measure` for one model), `benchmark` (the whole
+suite, for benchmarks/run.py) and the command line."""
 
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm.auto import tqdm
 
 from toylib import cli
 from toylib.infer import infer
-from toylib.sequences.dataset import make_data
-from toylib.sequences.net import QUERIES, SeqConfig, SeqTransformer, at_stop_rule, train_sequences
+from toylib.sequences.dataset import N_TEST, TEST_SEED, SeqData, for_config, held_out
+from toylib.sequences.net import QUERIES, SeqConfig, SeqTransformer, at_stop_rule, train
 from toylib.sequences.numpy_net import NumpyTransformer
 from toylib.sequences.world import TASKS, _check_sequences, source_positions
-from toylib.targets import Target, pct
+from toylib.targets import Target, pct, time_target
 from toylib.train import History, stop_when
 
 
@@ -84,11 +85,17 @@ def filter_attention(model, x, layer: int = 0, head: int = 0) -> dict[str, float
     }
 
 
-def evaluate(model, n: int = 10_000, seed: int = 1234, length: int | None = None, split: str = "test") -> dict[str, float]:
+def evaluate(
+    model, n: int = N_TEST, seed: int = TEST_SEED, length: int | None = None, split: str = "test",
+) -> dict[str, float]:
     """Exact match, per-position accuracy and attention on the source, on `n` sequences of
-    `split` (by default the held-out test split) drawn from `seed`."""
-    c = model.config
-    x, y = make_data(c, n, np.random.default_rng([seed, 2]), split, length)
+    `split` (by default the held-out test split) drawn from `seed` (`held_out`)."""
+    return evaluate_on(model, *held_out(model.config, n, length, split, seed))
+
+
+def evaluate_on(model, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """`evaluate` on the sequences `x` and their targets `y`, e.g. a SeqData's test set."""
+    n = len(x)
     logits, patterns = run_model(model, x)
     pred = logits.argmax(-1)
     out = {"exact": exact_match(pred, y), "token_acc": float((pred == y).mean()), "n": float(n)}
@@ -104,49 +111,59 @@ NumpyCallback = Callable[[int, NumpyTransformer, History], "bool | None"]
 
 
 def train_numpy(
-    cfg: SeqConfig = SeqConfig(),
+    config: SeqConfig = SeqConfig(),
+    data: SeqData | None = None,
+    device: torch.device | str | None = None,
     callback: NumpyCallback | None = None,
-    stop_at_target: bool = True,
+    progress: bool = True,
 ) -> tuple[NumpyTransformer, History]:
-    """Train a NumpyTransformer with Adam on fresh batches of the training
-    split: the NumPy twin of `train_sequences`, with the same data streams,
-    validation and stopping rule, and a toylib.train.History of the same
-    records."""
-    if cfg.optimizer != "adamw":
+    """Train a NumpyTransformer with Adam on the fresh batches of `data` (by default
+    `for_config(config)`): the NumPy twin of `net.train`, with the same data, validation
+    and stopping rule, and a toylib.train.History of the same records. NumPy computes on
+    the CPU whatever `device` says."""
+    if config.optimizer != "adamw":
         raise ValueError("train_numpy uses Adam; set optimizer='adamw'")
-    model = NumpyTransformer(cfg, np.random.default_rng([cfg.seed, 3]))
-    at_target = stop_when(
-        lambda r: stop_at_target and at_stop_rule(cfg, r), callback)
-    rng = np.random.default_rng([cfg.seed, 0])
-    val_rng = np.random.default_rng([cfg.seed, 1])
-    val_x, val_y = make_data(cfg, cfg.val_size, val_rng, "val")
+    data = for_config(config) if data is None else data
+    if data.config != config:
+        raise ValueError(f"the data was built for another config: {data.config}, not {config}")
+    model = NumpyTransformer(config, np.random.default_rng([config.seed, 3]))
+    at_target = stop_when(lambda r: at_stop_rule(config, r), callback)
+    batches = data.batches()
     history, running, n_running, seconds = History(), 0.0, 0, 0.0
-    for step in range(1, cfg.steps + 1):
-        x, y = make_data(cfg, cfg.batch, rng, "train")
+    bar = tqdm(total=config.steps, disable=not progress, mininterval=0.5, leave=True)
+    for step in range(1, config.steps + 1):
+        x, y = next(batches)
         t0 = time.perf_counter()
         _, _, cache = model.forward(x)
         loss, grads = model.backward(cache, y)
-        model.adam_step(grads, cfg.lr)
+        model.adam_step(grads, config.lr)
         seconds += time.perf_counter() - t0
         running, n_running = running + loss, n_running + 1
-        if step % cfg.eval_every and step != cfg.steps:
+        bar.update(1)
+        if step % config.eval_every and step != config.steps:
             continue
-        logits, patterns, _ = model.forward(val_x)
-        val_loss = F.cross_entropy(torch.from_numpy(logits).flatten(0, 1),
-                                   torch.from_numpy(val_y).flatten())
-        record = {"step": step, "seconds": seconds, "lr": cfg.lr,
-                  "loss": running / n_running,
-                  "val_exact": exact_match(logits.argmax(-1), val_y),
-                  "val_loss": val_loss.item(),
-                  "val_attention_on_source": attention_on_source(
-                      model, val_x, patterns=patterns)}
+        record = {"step": step, "seconds": seconds, "lr": config.lr, "loss": running / n_running,
+                  **_validate_numpy(model, data.val)}
         history.records.append(record)
         history.seconds, history.steps = seconds, step
         running, n_running = 0.0, 0
         if at_target(step, model, history):
             history.stop_reason = "callback"
             break
+    bar.close()
     return model, history
+
+
+def _validate_numpy(model: NumpyTransformer, val) -> dict[str, float]:
+    """net.train's validation, for the NumPy model: the means over the validation sets."""
+    exact, loss, on_src = 0.0, 0.0, 0.0
+    for x, y in val:
+        logits, patterns, _ = model.forward(x)
+        exact += exact_match(logits.argmax(-1), y) / len(val)
+        ce = F.cross_entropy(torch.from_numpy(logits).flatten(0, 1), torch.from_numpy(y).flatten())
+        loss += ce.item() / len(val)
+        on_src += attention_on_source(model, x, patterns=patterns) / len(val)
+    return {"val_exact": exact, "val_loss": loss, "val_attention_on_source": on_src}
 
 
 # ----------------------------------------------------------------------------- the chapter's targets
@@ -174,10 +191,7 @@ def train_suite(
     for length in lengths:
         for task in tasks:
             cfg = SeqConfig(task=task, length=length, seed=seed, **changes)
-            if numpy:
-                model, history = train_numpy(cfg)
-            else:
-                model, history = train_sequences(cfg, device=device, progress=False)
+            model, history = (train_numpy if numpy else train)(cfg, device=device, progress=False)
             runs[task, length] = Run(model, history, evaluate(model, n_test))
     return runs
 
@@ -205,8 +219,7 @@ def suite_targets(torch_runs: dict[tuple[str, int], Run], numpy_runs: dict[tuple
         if runs:
             slowest = max(r.history.seconds for r in runs.values())
             budget = TIME_BUDGET_S["torch" if impl == "PyTorch" else "numpy"]
-            out.append(Target(f"{impl} training per task, slowest of {len(runs)}", f"< {budget:.0f} s",
-                              f"{slowest:.1f} s", slowest < budget, machine=True))
+            out.append(time_target(slowest, budget, f"{impl} training per task, slowest of {len(runs)}"))
     return out
 
 
@@ -215,7 +228,7 @@ def claim_targets(
     generalisation: dict[str, dict[int, float]],
 ) -> list[Target]:
     """The post's findings, as targets, from `gradient_check` per query kind, `run_ablations`
-    and `train_sequences(lengths=...)` per task."""
+    and the sinusoid models trained on mixed lengths (`train_mixed`), per task."""
     fd = max(e[0] for e in grad_errors.values())
     ag = max(e[1] for e in grad_errors.values())
     exact = {key: run.result["exact"] for key, run in ablation.items()}
@@ -289,12 +302,12 @@ def train_mixed(
     seed: int = 0, tasks: Iterable[str] = TASKS, lengths: Iterable[int] = TRAIN_LENGTHS,
     device: torch.device | str | None = None, **changes,
 ) -> dict[str, tuple[SeqTransformer, History]]:
-    """Train one model per task on batches of mixed `lengths` (`train_sequences`), the default
-    config with `changes` (RELATIVE for relative positions): {task: (model, history)}."""
+    """Train one model per task on batches of mixed `lengths` (`for_config(config, lengths)`),
+    the default config with `changes` (RELATIVE for relative positions): {task: (model, history)}."""
     lengths = tuple(lengths)
-    return {task: train_sequences(SeqConfig(task=task, length=max(lengths), seed=seed, **changes),
-                                  device=device, progress=False, lengths=lengths)
-            for task in tasks}
+    configs = {task: SeqConfig(task=task, length=max(lengths), seed=seed, **changes) for task in tasks}
+    return {task: train(config, for_config(config, lengths), device=device, progress=False)
+            for task, config in configs.items()}
 
 
 def length_table(
@@ -318,13 +331,21 @@ def length_targets(
             for task, by_length in table.items() for length in lengths]
 
 
-def benchmark(seed: int, device: torch.device | str | None = "cpu") -> tuple[list[Target], float]:
+def benchmark(seed: int, device: torch.device | str | None = None, **changes) -> tuple[list[Target], float]:
     """benchmarks/run.py: the chapter's trained models for one seed, and their targets: the
     suite (`suite_targets`), and the relative models trained on lengths 2-16 judged at 32 and
-    64 (`length_targets`). Returns (targets, seconds of training summed over the runs)."""
-    torch_runs = train_suite(seed, device=device)
-    numpy_runs = train_suite(seed, tasks=("copy", "reverse"), numpy=True)
-    relative = train_mixed(seed, device=device, **RELATIVE)
+    64 (`length_targets`), every config with `changes` (e.g. steps=60). Returns (targets,
+    seconds of training summed over the runs)."""
+    fields = {f.name for f in dataclasses.fields(SeqConfig)}
+    unknown = sorted(set(changes) - fields)
+    if unknown:
+        raise ValueError(f"SeqConfig has no field {', '.join(unknown)}; its fields: {', '.join(sorted(fields))}")
+    fixed = sorted({"task", "length"} & set(changes))
+    if fixed:
+        raise ValueError(f"the suite sets {', '.join(fixed)} itself: it trains every task at its lengths")
+    torch_runs = train_suite(seed, device=device, **changes)
+    numpy_runs = train_suite(seed, tasks=("copy", "reverse"), numpy=True, **changes)
+    relative = train_mixed(seed, device=device, **{**RELATIVE, **changes})
     table = length_table({task: model for task, (model, _) in relative.items()}, LONG_LENGTHS)
     seconds = sum(r.history.seconds for r in (*torch_runs.values(), *numpy_runs.values()))
     seconds += sum(history.seconds for _, history in relative.values())
@@ -334,38 +355,27 @@ def benchmark(seed: int, device: torch.device | str | None = "cpu") -> tuple[lis
 # ----------------------------------------------------------------------------- command line
 
 
-def _train(cfg: SeqConfig, device, progress: bool, args) -> tuple[SeqTransformer, History, dict]:
-    if args.numpy:
-        np_model, history = train_numpy(cfg)
-        return np_model.to_torch(), history, {}
-    model, history = train_sequences(cfg, device=device, progress=progress)
-    return model, history, {}
-
-
-def _measure(model: SeqTransformer, cfg: SeqConfig, seconds: float, info: dict, args) -> list[Target]:
-    length = args.length or cfg.length
-    r = evaluate(model, args.test_size, length=length)
-    impl = "numpy" if args.numpy else "torch"
-    where = f"{cfg.task}, length {length}, {args.test_size:,} held-out sequences"
-    on_source = None if cfg.task == "filter" else bool(r["attention_on_source"] >= 0.999)
-    return [
+def measure(model: nn.Module, config: SeqConfig, data: SeqData, train_seconds: float,
+            details: bool = True) -> list[Target]:
+    """The targets of one model (the command line's): exact match and attention on the source
+    on the test set of `data`, and the training time. details=False leaves out the rows
+    without a goal (per-position accuracy; filter's attention)."""
+    r = evaluate_on(model, *data.test)
+    where = f"{config.task}, length {data.test[0].shape[1]}, {len(data.test[0]):,} held-out sequences"
+    on_source = None if config.task == "filter" else bool(r["attention_on_source"] >= 0.999)
+    rows = [
         exact_target(f"exact match, {where}", r),
         Target(f"per position, {where}", "-", pct(r["token_acc"]), None),
         Target(f"attention on source, {where}", "-" if on_source is None else ">= 99.9 %",
                pct(r["attention_on_source"]), on_source),
-        Target("training time", f"< {TIME_BUDGET_S[impl]:.0f} s", f"{seconds:.1f} s",
-               bool(seconds < TIME_BUDGET_S[impl]), machine=True),
+        time_target(train_seconds, TIME_BUDGET_S["torch"]),
     ]
-
-
-def _extra_arguments(p) -> None:
-    p.add_argument("--numpy", action="store_true", help="train the NumPy model with its hand-written backward pass")
-    p.add_argument("--test-size", type=int, default=10_000, help="held-out test sequences (default %(default)s)")
+    return rows if details else [t for t in rows if t.met is not None]
 
 
 CHAPTER = cli.Chapter(
     "sequences", "One attention layer learns copy, reverse, rotate or filter.",
-    SeqConfig, SeqTransformer, _train, _measure,
+    SeqConfig, SeqTransformer, for_config, train, measure,
     options=(
         cli.Option(("-t", "--task"), "task", "the task", choices=TASKS),
         cli.Option(("-S", "--length"), "length", "sequence length"),
@@ -373,7 +383,7 @@ CHAPTER = cli.Chapter(
         cli.Option("--queries", "queries", "queries from the position only, or from the whole input as in the post",
                    choices=QUERIES),
     ),
-    extra_arguments=_extra_arguments,
+    benchmark=benchmark,
 )
 
 main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script

@@ -1,5 +1,5 @@
 """The sequences chapter's model: its config, the post's one-layer attention model in PyTorch
-(`SeqTransformer`, with `RelativeBias` for relative positions), the loss, and training.
+(`SeqTransformer`, with `RelativeBias` for relative positions), the loss, and training (`train`).
 
 One change to the post's model, measured in the chapter: the queries read the position
 encoding only (`queries="position"`). With queries from [content | position], as in the
@@ -11,7 +11,7 @@ the copy program. Keys and values read [content | position] either way.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -20,9 +20,10 @@ from torch import nn
 
 from toylib.attention import Encoder, MultiHeadAttention, sinusoidal_positions
 from toylib.device import pick_device, seed_everything
-from toylib.sequences.dataset import make_data
+from toylib.infer import model_device
+from toylib.sequences.dataset import SeqData, for_config
 from toylib.sequences.world import check_task, source_positions
-from toylib.train import History, TrainOptions, fit, forever, stop_when
+from toylib.train import History, TrainOptions, fit, stop_when
 
 OPTIMIZERS = ("adamw", "sgd")
 QUERIES = ("position", "input")
@@ -60,7 +61,8 @@ class SeqConfig:
     eval_every: int = 50  # steps between validations
     val_size: int = 5000  # validation sequences (the "val" hash split: never trained or tested on)
     stop_loss: float = 1e-4  # the target: every validation sequence exact AND validation loss below this,
-    # a margin so that rare sequences the validation lacks (one value repeated 7 times) come out right too
+    # a margin so that rare sequences the validation lacks (one value repeated 7 times) come out right too;
+    # 0: never stop early
     seed: int = 0  # seeds the weights and the training data
 
     def __post_init__(self):
@@ -95,8 +97,8 @@ class SeqConfig:
         return self.vocab + (0 if self.relative else self.d_pos)
 
     def train_options(self) -> TrainOptions:
-        return TrainOptions(steps=self.steps, lr=self.lr, eval_every=self.eval_every, monitor="val_loss",
-                            restore_best=True, optimizer=self.optimizer)
+        """steps, lr, eval_every and optimizer, restoring the weights of the best val_loss."""
+        return TrainOptions.from_config(self, monitor="val_loss", restore_best=True)
 
 
 def embed(tokens: torch.Tensor, vocab: int, d_pos: int, positions: bool = True, with_content: bool = True) -> torch.Tensor:
@@ -234,46 +236,37 @@ class SeqTransformer(nn.Module):
 
 def sequence_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     """Softmax cross-entropy at every position, averaged."""
-    device = next(model.parameters()).device
+    device = model_device(model)
     x, y = (t.to(device) for t in batch)
     logits, _ = model(x)
     return F.cross_entropy(logits.flatten(0, 1), y.flatten())
 
 
-def train_sequences(
-    cfg: SeqConfig = SeqConfig(),
+def train(
+    config: SeqConfig = SeqConfig(),
+    data: SeqData | None = None,
     device: torch.device | str | None = None,
-    progress: bool = True,
     callback: Callable[[int, nn.Module, History], bool | None] | None = None,
-    stop_at_target: bool = True,
-    lengths: Iterable[int] | None = None,
+    progress: bool = True,
 ) -> tuple[SeqTransformer, History]:
-    """Build a SeqTransformer from `cfg` and train it with toylib.train.fit on fresh batches
-    of the training split, of length `cfg.length`, or of mixed `lengths`: then each batch
-    draws one of them, so that no batch needs padding or a mask (the position encoding is
-    computed for whatever length comes).
+    """Build a SeqTransformer from `config` and train it with toylib.train.fit on the fresh
+    batches of `data` (by default `for_config(config)`: length `config.length`;
+    `for_config(config, lengths)`: mixed lengths, the position encoding computed for
+    whatever length comes).
 
-    Every `eval_every` steps it is validated on `val_size` sequences of the validation split
-    (shared out among the lengths): val_exact, val_loss, val_attention_on_source. With
-    stop_at_target, training stops at the first validation that meets `at_stop_rule`.
-    `callback(step, model, history)` runs after every validation (for attention snapshots);
-    returning True stops training.
+    Every `eval_every` steps it is validated on the validation sets of `data`: val_exact,
+    val_loss, val_attention_on_source. Training stops at the first validation that meets
+    `at_stop_rule` (never with stop_loss=0). `callback(step, model, history)` runs after
+    every validation (for attention snapshots); returning True stops training.
     """
-    lengths = [cfg.length] if lengths is None else list(lengths)
-    if not lengths or min(lengths) < 1:
-        raise ValueError(f"lengths must be lengths >= 1, got {lengths}")
-    seed_everything(cfg.seed)
+    data = for_config(config) if data is None else data
+    if data.config != config:
+        raise ValueError(f"the data was built for another config: {data.config}, not {config}")
+    seed_everything(config.seed)
     device = device or pick_device()
-    model = SeqTransformer(cfg).to(device)
-    rng = np.random.default_rng([cfg.seed, 0])  # training stream
-    val_rng = np.random.default_rng([cfg.seed, 1])
-    per_length = max(1, cfg.val_size // len(lengths))
-    val = [[torch.from_numpy(a).to(device) for a in make_data(cfg, per_length, val_rng, "val", n)] for n in lengths]
-
-    def make_batch():
-        # one length: no draw, so that the stream of batches is the same as ever
-        n = lengths[rng.integers(len(lengths))] if len(lengths) > 1 else lengths[0]
-        return tuple(map(torch.from_numpy, make_data(cfg, cfg.batch, rng, "train", n)))
+    model = SeqTransformer(config).to(device)
+    val = [[torch.from_numpy(a).to(device) for a in xy] for xy in data.val]
+    batches = (tuple(map(torch.from_numpy, xy)) for xy in data.batches())
 
     def evaluate_val(m):
         right, loss, on_src = 0, 0.0, 0.0
@@ -281,17 +274,18 @@ def train_sequences(
             logits, patterns = m(x)  # (batch, pos, vocab), (batch, layer, head, query, key)
             right += (logits.argmax(-1) == y).all(-1).sum().item()
             loss += F.cross_entropy(logits.flatten(0, 1), y.flatten()).item() / len(val)
-            src = torch.from_numpy(source_positions(cfg.task, x.shape[1])).to(device)
+            src = torch.from_numpy(source_positions(config.task, x.shape[1])).to(device)
             on_src += (patterns[:, 0, 0].argmax(-1) == src).float().mean().item() / len(val)
-        return {"val_exact": right / (per_length * len(val)), "val_loss": loss, "val_attention_on_source": on_src}
+        n_val = sum(len(x) for x, _ in val)
+        return {"val_exact": right / n_val, "val_loss": loss, "val_attention_on_source": on_src}
 
-    at_target = stop_when(lambda r: stop_at_target and at_stop_rule(cfg, r), callback)
-    history = fit(model, forever(make_batch), sequence_loss, cfg.train_options(), eval_fn=evaluate_val,
+    at_target = stop_when(lambda r: at_stop_rule(config, r), callback)
+    history = fit(model, batches, sequence_loss, config.train_options(), eval_fn=evaluate_val,
                   callback=at_target, device=device, progress=progress)
     return model, history
 
 
 def at_stop_rule(cfg: SeqConfig, record: dict[str, float]) -> bool:
     """The stopping rule of every sequence model: every validation sequence exact, and the
-    validation loss below `stop_loss`."""
+    validation loss below `stop_loss` (which no loss is with stop_loss=0)."""
     return record["val_exact"] == 1.0 and record["val_loss"] < cfg.stop_loss
