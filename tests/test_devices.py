@@ -46,7 +46,7 @@ def on_cpu(*results) -> bool:
 def test_tictactoe():
     from toylib.tictactoe import dataset, look, net, world
 
-    data = dataset.Dataset.build()
+    data = dataset.for_config(net.TicTacToeConfig())
     model = net.TicTacToeNet(net.TicTacToeConfig()).to(DEVICE)
     boards = data.test.boards[:50]
     moves = net.model_moves(model, boards)

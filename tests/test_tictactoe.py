@@ -11,7 +11,7 @@ from toylib.tictactoe.world import EMPTY, O, X
 
 @pytest.fixture(scope="module")
 def data():
-    return dataset.Dataset.build()
+    return dataset.for_config(net.TicTacToeConfig())
 
 
 # ----------------------------------------------------------------------------- the game
@@ -94,13 +94,20 @@ def test_position_counts():
     assert movers.count(X) == 2423 and movers.count(O) == 2097
 
 
+def test_to_move_counts_the_marks_of_one_board_or_a_batch():
+    assert world.to_move(world.parse_board("... ... ...")) == X and world.to_move([X, 0, 0, O, X, 0, 0, 0, 0]) == O
+    boards = [world.parse_board(t) for t in ("X.. ... ...", "XO. ... ...", "XO. X.. ...")]
+    assert world.to_move(torch.tensor(boards)).tolist() == world.to_move(np.array(boards)).tolist() == [O, X, O]
+    assert world.to_move(torch.tensor(boards)).dtype == torch.int64  # an index, as gather needs
+
+
 def test_symmetries_form_the_group_of_the_square():
     assert len(set(world.SYMMETRIES)) == 8
     for p in world.SYMMETRIES:  # each maps every line to a line
         assert {tuple(sorted(p.index(c) for c in line)) for line in world.LINES} == {tuple(sorted(l)) for l in world.LINES}
     b = world.parse_board("XO. ... ...")
-    assert len({world.transform(b, p) for p in world.SYMMETRIES}) == 8
-    assert all(world.canonical(world.transform(b, p)) == world.canonical(b) for p in world.SYMMETRIES)
+    assert len({world.permute(b, p) for p in world.SYMMETRIES}) == 8
+    assert all(world.canonical(world.permute(b, p)) == world.canonical(b) for p in world.SYMMETRIES)
 
 
 def test_split_by_symmetry_never_leaks_a_class(data):
@@ -115,6 +122,16 @@ def test_split_by_symmetry_never_leaks_a_class(data):
     assert {tuple(b) for b in data.test.boards.tolist()} == set(parts["test"])
     with pytest.raises(ValueError, match="fractions"):
         world.split_by_symmetry([], fractions=(0.5, 0.5, 0.5))
+
+
+def test_for_config_splits_by_the_split_seed_alone(data):
+    again = dataset.for_config(net.TicTacToeConfig(seed=5, d_model=16, n_heads=2))  # weights' seed and size: same data
+    for name in ("train", "val", "test", "everything"):
+        part, same = getattr(data, name), getattr(again, name)
+        assert all(torch.equal(getattr(part, f.name), getattr(same, f.name)) for f in dataclasses.fields(part))
+    other = dataset.for_config(net.TicTacToeConfig(split_seed=1))
+    assert not torch.equal(other.test.boards, data.test.boards) and torch.equal(other.everything.boards, data.everything.boards)
+    assert {tuple(b) for b in data.test.boards.tolist()} == set(world.split_by_symmetry(world.open_positions(), seed=0)["test"])
 
 
 def test_positions_carry_every_optimal_move(data):
@@ -196,7 +213,7 @@ def test_scores_judge_legality_and_optimality(data):
             nxt = boards.clone()
             for i, b in enumerate(boards.tolist()):
                 if tuple(b) in label:
-                    nxt[i, label[tuple(b)]] = X if b.count(X) == b.count(O) else O
+                    nxt[i, label[tuple(b)]] = world.to_move(b)
             logits = torch.nn.functional.one_hot(nxt, 3).float() * 20
             return logits, logits, torch.zeros(len(boards), 1, 1, 9, 9)
 
@@ -262,13 +279,13 @@ def test_attention_profile_shares_sum_to_one():
 
 def test_training_is_deterministic_and_learns(data):
     cfg = net.TicTacToeConfig(max_epochs=3, stop_at_target=False, early_stopping=None)
-    m1, h1 = net.train_tictactoe(cfg, data, progress=False)
-    m2, h2 = net.train_tictactoe(cfg, data, progress=False)
+    m1, h1 = net.train(cfg, data, progress=False)
+    m2, h2 = net.train(cfg, data, progress=False)
     assert h1.column("loss") == h2.column("loss")
     assert h1.column("loss")[-1] < h1.column("loss")[0]
     # the default learns from the validation classes too; the post's recipe from training only
     assert cfg.train_on_val and h1.steps == 3 * -(-(len(data.train) + len(data.val)) // cfg.batch_size)
-    _, h3 = net.train_tictactoe(dataclasses.replace(cfg, train_on_val=False, max_epochs=1), data, progress=False)
+    _, h3 = net.train(dataclasses.replace(cfg, train_on_val=False, max_epochs=1), data, progress=False)
     assert h3.steps == -(-len(data.train) // cfg.batch_size)
 
 
@@ -339,7 +356,26 @@ def test_command_line_measures_a_saved_model(tmp_path, capsys):
     by_name = {t.measure: t for t in targets}
     assert by_name["parameters"].measured == f"{net.POST_SMALLEST:,}" and by_name["parameters"].met
     assert by_name["optimal move, all 4,520 open positions"].met is False  # an untrained model
-    assert by_name["training time"].measured == "1 s" and by_name["training time"].machine
+    assert by_name["training time"].measured == "1.0 s" and by_name["training time"].machine
+
+
+def test_presets_are_the_posts_configs_trained_its_way():
+    from toylib import cli
+
+    for i, (config, _) in enumerate(net.POST_CONFIGS.values(), start=1):
+        assert cli.configure(measure.CHAPTER, preset=f"post{i}") == config
+    post2 = cli.configure(measure.CHAPTER, {"max_epochs": 3}, preset="post2")
+    assert post2.dropout == 0.1 and post2.loss == "label" and not post2.train_on_val and post2.max_epochs == 3
+    assert "--post" not in cli.parser(measure.CHAPTER).format_help()
+
+
+def test_benchmark_trains_and_measures_without_the_details(capsys):
+    from toylib import cli
+
+    changes = {"d_model": 8, "n_heads": 2, "n_layers": 1, "max_epochs": 1, "stop_at_target": False}
+    targets, seconds = cli.benchmark(measure.CHAPTER, seed=0, device="cpu", **changes)
+    assert seconds > 0 and "exact label" not in capsys.readouterr().out  # no detail table
+    assert [t.measure for t in targets if t.machine] == ["training time"] and targets[0].measure.startswith("optimal move")
 
 
 def test_play_widget_answers_a_click_with_the_models_move():

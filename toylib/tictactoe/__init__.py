@@ -15,17 +15,17 @@ Cells are numbered 0..8 row by row; a board is a tuple of 9 symbols, EMPTY, X or
 
 The chapter's rooms, in the reader's order:
 
-- `world.py`: the game (`TicTacToe`, `parse_board`), minimax and the moves it calls
-  optimal, every reachable position, the 8 symmetries and `split_by_symmetry`, kinds of
-  position (`threats`, `kind_of`), and `board_image`. No torch.
+- `world.py`: the game (`TicTacToe`, `parse_board`, `to_move`), minimax and the moves it
+  calls optimal, every reachable position, the 8 symmetries (`permute`, `canonical`) and
+  `split_by_symmetry`, kinds of position (`threats`, `kind_of`), and `board_image`. No torch.
 - `dataset.py`: `Positions` (a set of positions as tensors, with every optimal move) and
-  `Dataset.build`, every open position split by symmetry class.
+  `Dataset`, every open position split by symmetry class, built by `for_config`.
 - `net.py`: `TicTacToeConfig` and the post's four configs, the tokens and their relations,
   `TicTacToeNet`, `tictactoe_loss`, the model's moves and scores that training watches
-  (`model_moves`, `score`), and `train_tictactoe`.
+  (`model_moves`, `score`), and `train`.
 - `measure.py`: whole games (`model_policy`, `play_exhaustively`, `play_random`), the
-  chapter's targets (`Summary`, `summarise`) and the command line (`python -m
-  toylib.tictactoe`).
+  chapter's targets (`Summary`, `summarise`, `measure`) and the command line (`CHAPTER`,
+  `python -m toylib.tictactoe`, `--preset post1` to `post4` for the post's configs).
 - `look.py`: what the heads look at (`attention_profile`), a game as frames
   (`game_frames`), and a board to play on (`play_widget`).
 """

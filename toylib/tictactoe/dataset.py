@@ -1,16 +1,21 @@
 """The data the model learns from: every open position as tensors (`Positions`), with the
-post's label, every optimal move and each move's outcome, split by symmetry class (`Dataset`)."""
+post's label, every optimal move and each move's outcome, split by symmetry class (`Dataset`,
+built from a config by `for_config`)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from toylib.tictactoe.world import (Board, TicTacToe, _child, best_move, move_scores, open_positions, optimal_moves,
                                     split_by_symmetry)
+
+if TYPE_CHECKING:  # net imports this module: the config's class is only named here
+    from toylib.tictactoe.net import TicTacToeConfig
 
 
 # ----------------------------------------------------------------------------- the data the model learns from
@@ -88,8 +93,10 @@ class Dataset:
     test: Positions
     everything: Positions  # all 4,520 open positions
 
-    @staticmethod
-    def build(split_seed: int = 0) -> Dataset:
-        boards = open_positions()
-        parts = split_by_symmetry(boards, seed=split_seed)
-        return Dataset(**{k: Positions.of(v) for k, v in parts.items()}, everything=Positions.of(boards))
+
+def for_config(config: TicTacToeConfig) -> Dataset:
+    """The data a config trains on and is judged on: every open position, the symmetry
+    classes split by `config.split_seed` (its only seed here: `config.seed` leaves the data alone)."""
+    boards = open_positions()
+    parts = split_by_symmetry(boards, seed=config.split_seed)
+    return Dataset(**{k: Positions.of(v) for k, v in parts.items()}, everything=Positions.of(boards))

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from toylib.infer import infer
 from toylib.tictactoe.measure import Policy, model_policy
 from toylib.tictactoe.net import TOKEN_RELATIONS, TicTacToeNet, check_boards_tensor, model_moves
-from toylib.tictactoe.world import EMPTY, LINES, O, SYMBOLS, X, TicTacToe, best_move, board_image, threats
+from toylib.tictactoe.world import EMPTY, LINES, O, SYMBOLS, X, TicTacToe, best_move, board_image, threats, to_move
 
 
 # ----------------------------------------------------------------------------- what the heads look at
@@ -35,7 +35,7 @@ def attention_profile(model: TicTacToeNet, boards: torch.Tensor) -> tuple[list[t
     p = infer(model, boards, keep=lambda out, _: out[2].float())  # (batch, layer, head, 17, 17), on the CPU
     boards = boards.cpu()  # the masks below are built on the CPU, beside the pattern
     rel = TOKEN_RELATIONS[None]  # (1, 17, 17)
-    mover = torch.where((boards == X).sum(1) == (boards == O).sum(1), X, O)[:, None]  # (batch, 1)
+    mover = to_move(boards)[:, None]  # (batch, 1)
     hot = torch.tensor([[c in threats(b, X) or c in threats(b, O) for c in range(9)] for b in boards.tolist()])
     # (batch, 17, 17): key j is a hot line through query cell i, one that the move at i would complete
     hot_line = torch.zeros(len(boards), 17, 17, dtype=torch.bool)

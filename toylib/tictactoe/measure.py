@@ -1,6 +1,7 @@
 """How well a trained model plays: whole games (exhaustively, against minimax, at random),
-the chapter's targets and its summary, and the command line. The model's moves and scores on
-a set of positions (`model_moves`, `score`) are in `net.py`, since training watches them."""
+the chapter's targets and its summary (`measure`), and the command line (`CHAPTER`, `main`).
+The model's moves and scores on a set of positions (`model_moves`, `score`) are in `net.py`,
+since training watches them."""
 
 from __future__ import annotations
 
@@ -13,12 +14,11 @@ import torch
 
 from toylib import cli
 from toylib.attention import count_parameters
-from toylib.targets import Target, format_table, pct
+from toylib.targets import Target, format_table, pct, time_target
+from toylib.tictactoe import dataset, net
 from toylib.tictactoe.dataset import Dataset
-from toylib.tictactoe.net import (POST_CONFIGS, POST_SMALLEST, Scores, TicTacToeConfig, TicTacToeNet, model_moves,
-                                  score, train_tictactoe)
+from toylib.tictactoe.net import POST_CONFIGS, POST_SMALLEST, Scores, TicTacToeConfig, TicTacToeNet, model_moves, score
 from toylib.tictactoe.world import Board, O, TicTacToe, X, open_positions, optimal_moves
-from toylib.train import History
 
 
 # ----------------------------------------------------------------------------- playing whole games
@@ -103,8 +103,7 @@ class Summary:
             Target("exhaustive play as O, every reply", "0 lost", games(self.exhaustive_o), self.exhaustive_o["loss"] == 0),
             Target("parameters", f"<= {max_parameters:,} (the post's smallest)", f"{self.parameters:,}",
                    self.parameters <= max_parameters),
-            Target("training time", f"< {time_limit / 60:.0f} min", f"{train_seconds:.0f} s", train_seconds < time_limit,
-                   machine=True),
+            time_target(train_seconds, time_limit),
         ]
 
     def detail_rows(self) -> list[tuple[str, str, str]]:
@@ -137,39 +136,25 @@ def summarise(model: TicTacToeNet, data: Dataset, random_games: int = 1000, seed
     )
 
 
-# ----------------------------------------------------------------------------- command line
-
-
-def _train(config: TicTacToeConfig, device, progress: bool, args) -> tuple[TicTacToeNet, History, dict]:
-    data = Dataset.build(config.split_seed)
-    model, history = train_tictactoe(config, data, device=device, progress=progress)
-    return model, history, {"data": data}
-
-
-def _measure(model: TicTacToeNet, config: TicTacToeConfig, seconds: float, info: dict, args) -> list[Target]:
-    # benchmarks (args=None) skip the random games and the detail table: they have no target
-    summary = summarise(model.cpu(), info.get("data") or Dataset.build(config.split_seed),
-                        random_games=0 if args is None else 1000)
-    if args is not None:
+def measure(model: TicTacToeNet, config: TicTacToeConfig, data: Dataset, train_seconds: float,
+            details: bool = True) -> list[Target]:
+    """The chapter's targets for a trained model. With `details`, also plays the random games
+    and prints the scores that have no target; the benchmark (details=False) skips both."""
+    summary = summarise(model.cpu(), data, random_games=1000 if details else 0)
+    if details:
         print(format_table(summary.detail_rows(), ("measure", "test positions", "all positions")))
-    return summary.targets(seconds)
+    return summary.targets(train_seconds)
 
 
-def _extra_arguments(p) -> None:
-    p.add_argument("--post", type=int, choices=range(1, len(POST_CONFIGS) + 1),
-                   help="train the post's config 1, 2, 3 or 4, its way, instead")
-
-
-def _base_config(args) -> TicTacToeConfig:
-    return list(POST_CONFIGS.values())[args.post - 1][0] if args.post else TicTacToeConfig()
+# ----------------------------------------------------------------------------- command line
 
 
 CHAPTER = cli.Chapter(
     "tictactoe", "A transformer learns to play tic-tac-toe; measured on every position and in exhaustive play.",
-    TicTacToeConfig, TicTacToeNet, _train, _measure,
+    TicTacToeConfig, TicTacToeNet, dataset.for_config, net.train, measure,
     options=(cli.Option("--split-seed", "split_seed", "which symmetry classes are held out"),),
-    extra_arguments=_extra_arguments,
-    base_config=_base_config,
+    # --preset post2: the post's config 2, trained its way (POST_RECIPE)
+    presets={f"post{i}": config for i, (config, _) in enumerate(POST_CONFIGS.values(), start=1)},
 )
 
 main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script

@@ -1,6 +1,6 @@
 """The model and its training: the config (and the post's four), the tokens and their
 relations, `TicTacToeNet`, the loss, the moves and scores that training watches, and
-`train_tictactoe`."""
+`train`."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from torch import nn
 
 from toylib.attention import Encoder
 from toylib.device import pick_device, seed_everything
-from toylib.infer import infer
-from toylib.tictactoe.dataset import Dataset, Positions
-from toylib.tictactoe.world import EMPTY, LINES, O, X
+from toylib.infer import infer, model_device
+from toylib.tictactoe.dataset import Dataset, Positions, for_config
+from toylib.tictactoe.world import EMPTY, LINES, O, X, to_move
 from toylib.train import History, TrainOptions, fit, minibatches, stop_when
 
 
@@ -61,10 +61,9 @@ class TicTacToeConfig:
 
     def train_options(self, steps_per_epoch: int) -> TrainOptions:
         """Evaluated once an epoch: the plateau and early-stopping patiences count epochs."""
-        return TrainOptions(steps=self.max_epochs * steps_per_epoch, lr=self.lr, weight_decay=self.weight_decay,
-                            decay_all=self.decay_all,
-                            plateau=(self.plateau_factor, self.plateau_patience), eval_every=steps_per_epoch,
-                            monitor=self.monitor, patience=self.early_stopping, restore_best=True)
+        return TrainOptions.from_config(self, steps=self.max_epochs * steps_per_epoch, eval_every=steps_per_epoch,
+                                        plateau=(self.plateau_factor, self.plateau_patience),
+                                        patience=self.early_stopping, restore_best=True)
 
 
 # The post's four experiments (its exact-match accuracy beside each), trained its way: one
@@ -125,7 +124,7 @@ _TOKEN_KIND = torch.tensor([_kind_of_token(t) for t in range(17)])
 def as_seen_by_mover(boards: torch.Tensor) -> torch.Tensor:
     """(batch, 9) boards -> the same cells as the player to move sees them: 0 empty, 1 mine,
     2 theirs. X's and O's positions then look alike, and one strategy serves both."""
-    mover = torch.where((boards == X).sum(1) == (boards == O).sum(1), X, O)[:, None]  # (batch, 1)
+    mover = to_move(boards)[:, None]  # (batch, 1)
     return torch.where(boards == EMPTY, 0, torch.where(boards == mover, 1, 2))
 
 
@@ -184,9 +183,7 @@ class TicTacToeNet(nn.Module):
         logits = self.unembed(x)
         if self.config.relative:
             # back to (empty, X, O): for O to move, "mine" is O, "theirs" X
-            mover = torch.where((boards == X).sum(1) == (boards == O).sum(1),
-                                X, O)  # (batch,)
-            swap = (mover == O)[:, None, None]  # (batch, 1, 1)
+            swap = (to_move(boards) == O)[:, None, None]  # (batch, 1, 1)
             logits = torch.where(swap, logits[..., [0, 2, 1]], logits)
         return logits, self.value(x), patterns
 
@@ -211,7 +208,7 @@ def tictactoe_loss(model: TicTacToeNet, batch: Positions | tuple,
     """
     pos = batch if isinstance(batch, Positions) else Positions(*batch)
     kind = kind or model.config.loss
-    device = next(model.parameters()).device
+    device = model_device(model)
     logits, values, _ = model(pos.boards.to(device))
     aux = 0.0
     if model.config.value_weight:
@@ -255,7 +252,7 @@ def model_moves(model: TicTacToeNet, boards: torch.Tensor, batch_size: int = 204
 
     def moves(out, b):  # b: (batch, 9) boards on the model's device
         logp = F.log_softmax(out[0].float(), dim=-1)  # (batch, 9, 3) each cell's next symbol
-        mover = torch.where((b == X).sum(1) == (b == O).sum(1), X, O)  # (batch,)
+        mover = to_move(b)  # (batch,)
         # log P(next board = board with a move at cell a) = sum over cells of log p(kept symbol),
         # with cell a's term swapped for log p(mover's symbol): rank moves by that swap
         gain = logp.gather(2, mover[:, None, None].expand(-1, 9, 1)).squeeze(2) - logp[..., EMPTY]  # (batch, 9)
@@ -293,15 +290,15 @@ def score(model: TicTacToeNet, pos: Positions) -> Scores:
     )
 
 
-def train_tictactoe(
-    config: TicTacToeConfig = TicTacToeConfig(),
+def train(
+    config: TicTacToeConfig,
     data: Dataset | None = None,
-    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
     device: torch.device | str | None = None,
+    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
     progress: bool = True,
 ) -> tuple[TicTacToeNet, History]:
     """Train on the training split (with `train_on_val`, on the validation split too), one
-    evaluation per epoch.
+    evaluation per epoch. Without `data`, the data is `for_config(config)`.
 
     The learning rate is halved when `monitor` stalls (ReduceLROnPlateau, stepped).
     With `early_stopping`, training stops after that many epochs without a better `monitor`
@@ -309,7 +306,8 @@ def train_tictactoe(
     `stop_at_target`, it stops at the first epoch where every training and validation
     position gets an optimal move; the test split is never looked at.
     """
-    data = data or Dataset.build(config.split_seed)
+    if data is None:
+        data = for_config(config)
     seed_everything(config.seed)
     device = device or pick_device()
     model = TicTacToeNet(config).to(device)
@@ -327,12 +325,12 @@ def train_tictactoe(
         val = score(m, data.val)
         record = {"val_loss": val_loss, "val_optimal": val.optimal, "val_exact_label": val.exact_label}
         if needs_train:
-            train = score(m, learn)
-            record["train_optimal"] = train.optimal  # over every position learnt from
+            learnt = score(m, learn)
+            record["train_optimal"] = learnt.optimal  # over every position learnt from
             # positions given a non-optimal move, validation and training alike (each
             # counted once); the loss only breaks ties. Early stopping and the restored
             # weights go by this.
-            wrong = (1 - train.optimal) * len(learn) + (0 if config.train_on_val else (1 - val.optimal) * len(data.val))
+            wrong = (1 - learnt.optimal) * len(learn) + (0 if config.train_on_val else (1 - val.optimal) * len(data.val))
             record["shortfall"] = wrong + min(val_loss, 1.0)
         return record
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +18,17 @@ Board = tuple[int, ...]
 
 
 # ----------------------------------------------------------------------------- the game
+
+
+def to_move(boards: Sequence[int] | Any) -> Any:
+    """Whose turn it is: X when X and O have as many marks (X moves first), else O.
+
+    One board (a tuple or list of 9 symbols) -> X or O. Boards as an array or tensor
+    (..., 9) -> (...,) of X and O, of the same kind and on the same device (no torch here)."""
+    if isinstance(boards, (tuple, list)):
+        return X if boards.count(X) == boards.count(O) else O
+    even = (boards == X).sum(-1) == (boards == O).sum(-1)  # (...,) True: X to move
+    return O + (X - O) * even
 
 
 def line_winner(board: Sequence[int]) -> int:
@@ -64,7 +76,7 @@ class TicTacToe:
 
     def current_player(self) -> int:
         """Whose turn it is (X when the counts are equal), also for a finished game."""
-        return X if self.board.count(X) == self.board.count(O) else O
+        return to_move(self.board)
 
     def winner(self) -> int:
         return line_winner(self.board)
@@ -122,7 +134,7 @@ def minimax(board: Board) -> int:
         return -(1 + board.count(EMPTY))  # the previous player just won
     if EMPTY not in board:
         return 0
-    player = X if board.count(X) == board.count(O) else O
+    player = to_move(board)
     moves = [a for a in range(9) if board[a] == EMPTY]
     return max(-minimax(_child(board, a, player)) for a in moves)
 
@@ -191,13 +203,14 @@ def _symmetries() -> tuple[tuple[int, ...], ...]:
 SYMMETRIES = _symmetries()
 
 
-def transform(board: Sequence[int], perm: Sequence[int]) -> Board:
+def permute(board: Sequence[int], perm: Sequence[int]) -> Board:
+    """The board seen through a symmetry: cell i of the result is cell perm[i] of `board`."""
     return tuple(board[i] for i in perm)
 
 
 def canonical(board: Sequence[int]) -> Board:
     """The representative of a board's symmetry class: the smallest of its 8 images."""
-    return min(transform(board, p) for p in SYMMETRIES)
+    return min(permute(board, p) for p in SYMMETRIES)
 
 
 def split_by_symmetry(
