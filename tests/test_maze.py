@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from toylib import cli
 from toylib.attention import count_parameters
 from toylib.maze.dataset import (
     PAD,
@@ -17,9 +18,9 @@ from toylib.maze.dataset import (
     solution_tensor,
     start_tiles,
 )
-from toylib.maze.measure import score, solve, token_accuracy
-from toylib.maze.net import MazeConfig, MazeModel, MazeNet, Memory, build_model, train_maze
-from toylib.maze.post import EMBED_SIDE, POST_CONFIG, PostMazeNet
+from toylib.maze.net import (MazeConfig, MazeModel, MazeNet, Memory, build_model, score, solve_greedy, token_accuracy,
+                             train)
+from toylib.maze.post import EMBED_SIDE, POST, PostMazeNet
 from toylib.maze.world import (
     DOWN,
     LEFT,
@@ -271,6 +272,31 @@ def test_splits_have_the_requested_sizes_and_share_no_maze():
     assert check_solution(maze, solution).optimal
 
 
+def test_a_config_s_splits_come_from_its_n_train_and_data_seed_alone(monkeypatch):
+    from toylib.maze import dataset
+
+    asked, make_splits_ = [], dataset.make_splits
+
+    def smaller(**kwargs):  # the real splits, with 20 validation and test mazes instead of 1,000
+        asked.append(kwargs)
+        return make_splits_(n_val=20, n_test=20, **kwargs)
+
+    monkeypatch.setattr(dataset, "make_splits", smaller)
+    splits = dataset.for_config(MazeConfig(n_train=30, data_seed=3))
+    assert asked == [{"n_train": 30, "seed": 3}] and {k: len(v) for k, v in splits.items()} == {
+        "train": 30, "val": 20, "test": 20}
+    # the weights' seed, the model and its training change no maze; data_seed and n_train do
+    same = dataset.for_config(MazeConfig(n_train=30, data_seed=3, seed=7, d_model=16, steps=5))
+    other = dataset.for_config(MazeConfig(n_train=30, data_seed=4))
+    more = dataset.for_config(MazeConfig(n_train=40, data_seed=3))
+    for name in splits:
+        np.testing.assert_array_equal(same[name].mazes, splits[name].mazes)
+        assert same[name].solutions == splits[name].solutions
+        assert not np.array_equal(other[name].mazes, splits[name].mazes)
+    np.testing.assert_array_equal(more["test"].mazes, splits["test"].mazes)
+    assert len(more["train"]) == 40
+
+
 def test_duplicates_are_dropped_where_mazes_repeat():
     # every arm open on 2x2: only the start and end differ, so there are exactly 4 * 3 mazes
     splits = make_splits(6, 3, 3, size=2, p_arm=1.0, seed=0)
@@ -407,7 +433,7 @@ def test_decoding_stops_at_the_first_invalid_move():
         ([RIGHT, LEFT] * 9, STOP, [START, RIGHT, LEFT, RIGHT, LEFT, RIGHT, LEFT]),  # cut at 6 tiles + 1 tokens
     ]
     for script, then, expected in cases:
-        assert solve(Scripted({maze_key(corridor): script}, after=then), corridor) == expected
+        assert solve_greedy(Scripted({maze_key(corridor): script}, after=then), corridor) == expected
     assert check_solution(corridor, [START, RIGHT, DOWN]).first_invalid == 2
     moves = torch.tensor([[START, RIGHT, DOWN], [START, RIGHT, RIGHT], [START, UP, UP]])
     exits_ = connections(torch.from_numpy(np.stack([corridor] * 3)))
@@ -443,7 +469,7 @@ def test_the_model_returns_attention_from_its_forward_pass():
         up = torch.from_numpy(np.stack([exits(from_pixels(m).arms)[..., 0].ravel() for m in mazes.mazes]))
         looked = patterns.encoder[:, 0, 0] > 0  # (3, tiles, tiles)
         assert torch.equal(looked.sum(-1), 1 + up.long())
-    post = build_model(POST_CONFIG)
+    post = build_model(POST)
     assert isinstance(post, PostMazeNet) and count_parameters(post) == 570_502  # the post's "about 570k"
     logits, patterns = post(torch.from_numpy(mazes.mazes), moves)
     assert patterns.cross.shape == (3, 10, 8, moves.shape[1], 42)
@@ -456,8 +482,8 @@ def _spread(tokens: torch.Tensor) -> int:
 
 
 def test_the_embedded_post_model_runs_and_gives_each_value_its_own_direction():
-    raw = build_model(POST_CONFIG)
-    embedded = build_model(dataclasses.replace(POST_CONFIG, embed=True, d_model=16, n_heads=4))  # 27 not needed
+    raw = build_model(POST)
+    embedded = build_model(dataclasses.replace(POST, embed=True, d_model=16, n_heads=4))  # 27 not needed
     for size in ((5, 5), (7, 7)):
         mazes = make_mazes(3, size=size, seed=4)
         moves = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)  # (3, T)
@@ -475,9 +501,9 @@ def test_the_embedded_post_model_runs_and_gives_each_value_its_own_direction():
         assert _spread(model.move_tokens(moves, memory)[:, 0]) == spread
     # embeddings are made last, so both models' blocks start from the same weights for a seed
     torch.manual_seed(0)
-    raw = build_model(POST_CONFIG)
+    raw = build_model(POST)
     torch.manual_seed(0)
-    embedded = build_model(dataclasses.replace(POST_CONFIG, embed=True))
+    embedded = build_model(dataclasses.replace(POST, embed=True))
     assert count_parameters(embedded) == 570_502 + 100 * 32 + 32 + (4 * EMBED_SIDE + 6 + EMBED_SIDE**2) * 32
     pairs = zip(raw.transformer.state_dict().values(), embedded.transformer.state_dict().values())
     assert all(torch.equal(a, b) for a, b in pairs)
@@ -489,13 +515,13 @@ def test_the_embedded_post_model_runs_and_gives_each_value_its_own_direction():
 def test_a_short_training_run_learns_and_repeats_itself():
     splits = make_splits(n_train=300, n_val=40, n_test=0, size=3, path_lengths=(2, 6), seed=5)  # 3x3: quick
     config = MazeConfig(steps=150, eval_every=50, batch_size=32, lr=1e-2, warmup=0, seed=0)
-    model, history = train_maze(config, splits, device="cpu", progress=False)
+    model, history = train(config, splits, device="cpu", progress=False)
     first = history.column("loss")
     # 150 steps only start it (the chapter's model needs about 600 on 5x5); seeds 0 to 3 end at
     # 0.49 to 0.90 of the first loss, and at 35 % to 74 % of validation moves right
     assert first[-1] < 0.85 * first[0]
     assert history.last["val_token_acc"] > 0.45  # a uniform guess among the 4 moves gets 25 %
-    again, history_again = train_maze(config, splits, device="cpu", progress=False)
+    again, history_again = train(config, splits, device="cpu", progress=False)
     assert history_again.column("loss") == first
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
 
@@ -517,7 +543,7 @@ def test_bad_configs_are_refused():
 # ----------------------------------------------------------------------------- look inside, and the board to edit
 
 # `look` names a result in these tests, so the room is imported as `maze_look`
-from toylib.maze import dataset, measure, world  # noqa: E402
+from toylib.maze import dataset, measure, net, world  # noqa: E402
 from toylib.maze import look as maze_look  # noqa: E402
 
 
@@ -569,7 +595,7 @@ def test_dropping_the_causal_mask_matters_only_where_a_later_layer_reads_earlier
     mazes = _small_set(3)
     tokens = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)
     x = torch.from_numpy(mazes.mazes)
-    post = build_model(dataclasses.replace(POST_CONFIG, n_decoder_layers=2, n_encoder_layers=1, d_mlp=32))
+    post = build_model(dataclasses.replace(POST, n_decoder_layers=2, n_encoder_layers=1, d_mlp=32))
     one = MazeNet(MazeConfig(seed=2))
     with torch.no_grad():
         post_masked, one_masked = post(x, tokens)[0], one(x, tokens)[0]
@@ -617,10 +643,53 @@ def test_solve_frames_has_a_frame_per_move_and_a_panel_per_head():
     mazes = _small_set(1)
     model = MazeNet(MazeConfig(seed=4))
     frames, titles = maze_look.solve_frames(model, mazes.mazes[0])
-    moves = solve(model, mazes.mazes[0])
+    moves = solve_greedy(model, mazes.mazes[0])
     assert frames.shape == (len(moves) - 1, 1 + model.config.n_heads, *mazes.mazes[0].shape)
     assert len(titles) == len(frames) and frames.min() >= 0 and frames.max() <= 1
 
 
 def test_tile_grid_lists_tiles_row_by_row_as_the_tokens_come():
     assert dataset.tile_grid((2, 3)).tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+
+
+# ----------------------------------------------------------------------------- the command line
+
+TINY = dict(steps=4, eval_every=2, n_train=40, d_model=8, n_heads=4, d_mlp=8, stop_at=None)  # config changes
+
+
+def _tiny_splits(config: MazeConfig) -> dict:
+    return make_splits(n_train=config.n_train, n_val=10, n_test=10, size=3, path_lengths=(2, 6), seed=config.data_seed)
+
+
+def _tiny_chapter(monkeypatch) -> cli.Chapter:
+    """The chapter's command line on 3x3 mazes (10 to validate, 10 to test) and 10 mazes 4x4
+    beyond them: the flow of `python -m toylib.maze` in seconds."""
+    monkeypatch.setattr(measure, "beyond_sets", lambda: {"4x4": make_mazes(10, size=4, seed=1)})
+    monkeypatch.setattr(net, "for_config", _tiny_splits)  # what `train` builds when it gets no data
+    return dataclasses.replace(measure.CHAPTER, for_config=_tiny_splits)
+
+
+def test_the_command_line_trains_and_measures_reproducibly(monkeypatch, capsys):
+    chapter = _tiny_chapter(monkeypatch)
+    (targets, seconds), (again, _) = [cli.benchmark(chapter, seed=1, device="cpu", **TINY) for _ in range(2)]
+    assert [t.measure for t in targets] == [
+        "solved, 10 test mazes (greedy, every move checked)", "solved by a shortest path",
+        "token accuracy (teacher-forced, real tokens only)", "solved, 10 mazes 4x4 (trained on 5x5)", "training time"]
+    assert [t.measured for t in targets if not t.machine] == [t.measured for t in again if not t.machine]
+    assert seconds > 0 and capsys.readouterr().out == ""  # the benchmark prints no details
+    cli.run(["--device", "cpu", "--quiet", "--seed", "1", "--set", *(f"{k}={v}" for k, v in TINY.items())], chapter)
+    out = capsys.readouterr().out
+    assert "trained 4 steps" in out and "shortest path  mazes  solved" in out  # the table by length
+    # given no data, `train` trains on the config's splits
+    config = MazeConfig(seed=1, **TINY)
+    model, _ = net.train(config, device="cpu", progress=False)
+    same, _ = net.train(config, _tiny_splits(config), device="cpu", progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), same.state_dict().values()))
+
+
+def test_the_post_s_model_is_a_preset():
+    assert cli.configure(measure.CHAPTER, preset="post") == POST
+    assert cli.configure(measure.CHAPTER, {"steps": 3}, preset="post") == dataclasses.replace(POST, steps=3)
+    assert cli.configure(measure.CHAPTER) == MazeConfig()
+    with pytest.raises(SystemExit):
+        cli.parser(measure.CHAPTER).parse_args(["--post"])

@@ -14,7 +14,7 @@ Two models read the pixels and write the moves: `PostMazeNet`, the post's encode
 raw numbers, and `MazeNet`, the chapter's, which holds nothing tied to a maze's size (its
 encoder runs one layer along the corridors as many times as the maze needs), so that a model
 trained on 5x5 mazes can be asked to solve bigger ones. Both are solved greedily with every
-move checked against the maze (`solve`, `score`).
+move checked against the maze (`solve_greedy`, `score`).
 
 The chapter's map, one room per file, in the reader's order (a notebook imports the rooms:
 `from toylib.maze import world, dataset, net, measure`):
@@ -22,14 +22,15 @@ The chapter's map, one room per file, in the reader's order (a notebook imports 
 - `world.py`: tiles and pixels (`to_pixels`, `from_pixels`), moves (`exits`, `open_path`), the
   ground truth (`MazeState`, `shortest_path`, `check_solution`), the post's generator
   (`random_maze`) and `draw_maze`.
-- `dataset.py`: maze keys, `MazeSet`, the splits (`make_splits`) and the mazes beyond them
-  (`make_mazes`); the tensor views the models read (`tile_view`, `connections`, `walk_tiles`,
-  `invalid_last_move`, `solution_tensor`, ...).
+- `dataset.py`: maze keys, `MazeSet`, the splits (`make_splits`; a config's: `for_config`) and
+  the mazes beyond them (`make_mazes`); the tensor views the models read (`tile_view`,
+  `connections`, `walk_tiles`, `invalid_last_move`, `solution_tensor`, ...).
 - `net.py`: `MazeConfig`, what every maze model does (`Memory`, `MazeModel`), the chapter's
-  `MazeNet`, `build_model`, the loss (`maze_loss`) and `train_maze`.
-- `post.py`: the post's model, `PostMazeNet`, and its recipe, `POST_CONFIG`.
-- `measure.py`: solving (`solve`), `token_accuracy`, `Scores` and `score`, `length_table`, the
-  chapter's targets (`beyond_sets`, `maze_targets`) and the command line (`python -m toylib.maze`).
+  `MazeNet`, `build_model`, the loss (`maze_loss`), solving (`solve_greedy`), `token_accuracy`,
+  `Scores` and `score` (training validates by them), and `train`.
+- `post.py`: the post's model, `PostMazeNet`, and its recipe, `POST`.
+- `measure.py`: `no_causal_mask`, `length_table`, the chapter's targets (`beyond_sets`,
+  `maze_targets`, `measure`) and the command line (`python -m toylib.maze`, `--preset post`).
 - `look.py`: where the decoder's heads look (`where_heads_look`), ablating them
   (`without_cross_heads`), the frames of a model solving a maze (`solve_frames`), and a maze to
   edit (`maze_widget`).

@@ -1,17 +1,22 @@
-"""The maze data: keys to find a maze twice, `MazeSet`, the deduplicated splits and the mazes
-beyond them, and the tensor views the models read (tiles, connections, walks, solutions)."""
+"""The maze data: keys to find a maze twice, `MazeSet`, the deduplicated splits (those of a
+config: `for_config`) and the mazes beyond them, and the tensor views the models read (tiles,
+connections, walks, solutions)."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from toylib.maze.world import (CENTRE, DOWN, LEFT, MOVE_NAMES, RIGHT, START, START_MARK, STEP, TILE, UP, Sample,
                                _check_lengths, check_pixels, exits, grid_shape, random_maze)
+
+if TYPE_CHECKING:  # net.py builds on this module, so the config is only named here
+    from toylib.maze.net import MazeConfig
 
 
 # ----------------------------------------------------------------------------- data sets
@@ -82,6 +87,12 @@ def make_splits(
     val = _fill(n_val, rng, seen, size, path_lengths, p_arm, min_moves=1)
     train = _fill(n_train, rng, seen, size, path_lengths, p_arm, min_moves=1)
     return {"train": train, "val": val, "test": test}
+
+
+def for_config(config: MazeConfig) -> dict[str, MazeSet]:
+    """The mazes a model of `config` trains on (`n_train` of them), is validated on and is
+    tested on: `make_splits` from the config's `data_seed`. The one place they are built."""
+    return make_splits(n_train=config.n_train, seed=config.data_seed)
 
 
 def make_mazes(

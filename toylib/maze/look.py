@@ -12,8 +12,7 @@ import torch
 from toylib.attention import DecoderBlock
 from toylib.infer import infer
 from toylib.maze.dataset import PAD, MazeSet, solution_tensor, start_tiles, walk_tiles
-from toylib.maze.measure import _Run, solve
-from toylib.maze.net import MazeModel
+from toylib.maze.net import MazeModel, _Run, solve_greedy
 from toylib.maze.world import (CENTRE, MOVE_NAMES, STOP, TILE, Layout, MazeState, _walk, check_pixels,
                                check_solution, exits, from_pixels, random_maze, to_pixels)
 
@@ -82,7 +81,7 @@ def solve_frames(model: MazeModel, maze) -> tuple[np.ndarray, list[str]]:
     Returns (frames (steps, 1 + heads, H, W) in [0, 1], titles)."""
     pixels = check_pixels(maze)
     from_pixels(pixels)  # a maze, or a clear error
-    moves = solve(model, pixels)  # START, ..., STOP or an invalid move
+    moves = solve_greedy(model, pixels)  # START, ..., STOP or an invalid move
     tokens = torch.tensor([moves[:-1]])  # (1, T): the prefixes that chose each move
     x = torch.from_numpy(pixels[None])
     _, patterns = infer(model, x, tokens)
@@ -169,7 +168,7 @@ def maze_widget(model: MazeModel, maze=None, seed: int = 0):
     def show():
         lay = state["layout"]
         cells, pixels = edit_cells(lay), to_pixels(*lay)
-        check = check_solution(pixels, solve(model, pixels))
+        check = check_solution(pixels, solve_greedy(model, pixels))
         for (r0, c0), (r1, c1) in zip(check.tiles, check.tiles[1:]):
             cells[r0 + r1, c0 + c1] = PATH  # the passage between two tiles of the walk
             if (r1, c1) != lay.end:

@@ -1,5 +1,6 @@
 """The maze models: the config, what every maze model does (`MazeModel`), the chapter's looped
-`MazeNet`, the loss and `train_maze`. The post's model is in `post.py`."""
+`MazeNet`, the loss, the model solving mazes greedily and its scores (which training validates
+by), and `train`. The post's model is in `post.py`."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ import math
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from toylib.attention import Decoder, EncoderBlock, Seq2SeqPatterns
+from toylib.decode import greedy_decode
 from toylib.device import pick_device, seed_everything
-from toylib.maze.dataset import (N_MOVES, PAD, MazeSet, connections, make_splits, solution_tensor, start_tiles,
-                                 tile_grid, tile_view, walk_tiles)
-from toylib.maze.world import DIRECTIONS, STEP, TILE
+from toylib.infer import infer, model_device
+from toylib.maze.dataset import (N_MOVES, PAD, MazeSet, connections, for_config, invalid_last_move, solution_tensor,
+                                 start_tiles, tile_grid, tile_view, walk_tiles)
+from toylib.maze.world import DIRECTIONS, START, STEP, STOP, TILE, check_pixels, check_solution
 from toylib.train import History, TrainOptions, fit, minibatches, stop_when
 
 
@@ -50,7 +54,7 @@ class MazeConfig:
     eval_every: int = 200  # steps between validations (greedy solving of the validation mazes)
     stop_at: float | None = 0.998  # stop once this share of the validation mazes is solved by a shortest path
     n_train: int = 10_000  # training mazes (the post's 10,000)
-    data_seed: int = 0  # which mazes: `make_splits(seed=data_seed)`
+    data_seed: int = 0  # which mazes: `make_splits(seed=data_seed)` (see `dataset.for_config`)
     seed: int = 0  # initial weights, batch order and encoder iterations
 
     def __post_init__(self):
@@ -71,10 +75,8 @@ class MazeConfig:
             raise ValueError(f"batch_size and n_train must be positive, got {self.batch_size}, {self.n_train}")
 
     def train_options(self) -> TrainOptions:
-        # out of steps, keep the best validated weights (see train_maze)
-        return TrainOptions(steps=self.steps, lr=self.lr, weight_decay=self.weight_decay, schedule=self.schedule,
-                            grad_clip=self.grad_clip, warmup=self.warmup, eval_every=self.eval_every, monitor="val_shortfall",
-                            restore_best=True)
+        # out of steps, keep the best validated weights (see `train`)
+        return TrainOptions.from_config(self, monitor="val_shortfall", restore_best=True)
 
 
 # ----------------------------------------------------------------------------- the models
@@ -209,7 +211,7 @@ def build_model(config: MazeConfig) -> MazeModel:
     return (PostMazeNet if config.model == "post" else MazeNet)(config)
 
 
-# ----------------------------------------------------------------------------- loss and training
+# ----------------------------------------------------------------------------- loss
 
 
 def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor],
@@ -217,7 +219,7 @@ def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor],
     """Cross-entropy of each next move with teacher forcing, and the share of them right.
     batch: pixels (batch, R*TILE, C*TILE) and solutions (batch, T) padded with PAD. Padding
     is left out of both, unless the config trains it as STOP (as the post does)."""
-    device = next(model.parameters()).device
+    device = model_device(model)
     pixels, tokens = (t.to(device) for t in batch)
     tokens = tokens[:, : int((tokens != PAD).sum(1).max())]  # (batch, T): no column of padding only
     inputs, targets = tokens[:, :-1].clamp(min=0), tokens[:, 1:]  # padding reads as STOP, after the real STOP
@@ -229,15 +231,96 @@ def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor],
     return loss, {"token_acc": (logits.argmax(-1) == targets)[real].float().mean().item()}
 
 
-def train_maze(
-    config: MazeConfig = MazeConfig(),
-    splits: dict[str, MazeSet] | None = None,
+# ----------------------------------------------------------------------------- solving, and scores
+
+
+class _Run(nn.Module):
+    """`fn(model, *batch)` as a module, so that `infer` batches it on the model's device."""
+
+    def __init__(self, model: MazeModel, fn: Callable[..., torch.Tensor]):
+        super().__init__()
+        self.model, self.fn = model, fn
+
+    def forward(self, *batch: torch.Tensor) -> torch.Tensor:
+        return self.fn(self.model, *batch)
+
+
+def _greedy(model: MazeModel, pixels: torch.Tensor, iterations: int | None) -> torch.Tensor:
+    """Greedy solutions for a batch of mazes: (batch, R*C + 1) long, padded with PAD."""
+    memory = model.encode(pixels, iterations, keep=False)  # encode once, decode once per step
+    exits_ = connections(pixels)
+    max_len = memory.shape[0] * memory.shape[1] + 1  # START, a path through every tile at most once, STOP
+    start = torch.full((len(pixels), 1), START, device=pixels.device)
+    out = greedy_decode(lambda t: model.decode(t, memory)[0][:, -1], start, max_len=max_len, stop=STOP,
+                        done=lambda t: invalid_last_move(t, memory.start, exits_))
+    tokens = F.pad(out.tokens, (0, max_len - out.tokens.shape[1]))  # (batch, max_len)
+    return tokens.masked_fill(torch.arange(max_len, device=pixels.device) >= out.lengths[:, None], PAD)
+
+
+def solve_greedy(model: MazeModel, mazes, iterations: int | None = None, batch_size: int = 250) -> list[list[int]]:
+    """The model's solution of each maze (pixels (n, R*TILE, C*TILE), all of one size, or one
+    maze), decoded greedily: START, then the likeliest move after each prefix, until STOP or
+    the first move the maze does not allow (kept, so that `check_solution` sees it), or a
+    walk as long as the maze has tiles. `iterations`: the looped encoder's (default: tiles)."""
+    pixels = np.asarray(mazes)
+    one = pixels.ndim == 2
+    pixels = np.stack([check_pixels(p) for p in (pixels[None] if one else pixels)])  # (n, R*TILE, C*TILE)
+    out = infer(_Run(model, lambda m, x: _greedy(m, x, iterations)), pixels, batch_size=batch_size)
+    solutions = [row[row != PAD].tolist() for row in out]
+    return solutions[0] if one else solutions
+
+
+def token_accuracy(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch_size: int = 250,
+                   count_padding: bool = False) -> float:
+    """Teacher-forced: the share of the solutions' real tokens (moves and STOP, never padding)
+    that the model predicts from the true moves before them. count_padding=True scores it
+    the post's way: padding counts as a STOP to predict, up to the longest solution."""
+    tokens = solution_tensor(mazes.solutions)  # (n, T)
+    predicted = infer(_Run(model, lambda m, x, t: m.decode(t, m.encode(x, iterations, keep=False))[0].argmax(-1)),
+                      mazes.mazes, tokens[:, :-1].clamp(min=0), batch_size=batch_size)  # (n, T - 1)
+    targets = tokens[:, 1:]
+    if count_padding:
+        return float((predicted == targets.clamp(min=0)).float().mean())
+    real = targets != PAD
+    return float((predicted == targets)[real].float().mean())
+
+
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """How a model does on a set of mazes: greedy solving, every move checked, and teacher forcing."""
+
+    n: int
+    solved: float  # every move allowed, reaches the end and says STOP there
+    shortest: float  # solved by a path as short as BFS's
+    token_accuracy: float  # teacher-forced, over real tokens only
+    by_length: tuple[tuple[int, int, float, float], ...]  # (shortest-path length, mazes, solved, shortest)
+
+
+def score(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch_size: int = 250) -> Scores:
+    """Solve every maze of `mazes` greedily and judge each solution with `check_solution`."""
+    solutions = solve_greedy(model, mazes.mazes, iterations, batch_size)
+    checks = [check_solution(m, s) for m, s in zip(mazes.mazes, solutions)]
+    length = np.array([c.shortest for c in checks])
+    solved = np.array([c.solved for c in checks])
+    shortest = np.array([c.optimal for c in checks])
+    by_length = tuple((int(k), int((length == k).sum()), float(solved[length == k].mean()),
+                       float(shortest[length == k].mean())) for k in np.unique(length))
+    return Scores(len(checks), float(solved.mean()), float(shortest.mean()),
+                  token_accuracy(model, mazes, iterations, batch_size), by_length)
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def train(
+    config: MazeConfig,
+    data: dict[str, MazeSet] | None = None,
     device: torch.device | str | None = None,
     callback: Callable[[int, nn.Module, History], bool | None] | None = None,
     progress: bool = True,
 ) -> tuple[MazeModel, History]:
-    """Build a model from `config` and train it on `splits["train"]` (default: `make_splits`
-    with the config's n_train and data_seed), validating on `splits["val"]` every
+    """Build a model from `config` and train it on `data["train"]` (default: the config's
+    splits, `for_config(config)`), validating on `data["val"]` every
     `eval_every` steps by solving every validation maze greedily. Training stops once
     `stop_at` of them are solved by a shortest path; if that never happens, the best
     validated weights are restored. The test split is never looked at.
@@ -245,16 +328,14 @@ def train_maze(
     The looped encoder runs a random number of iterations per batch, from the longest path
     in the batch (fewer could not carry the end's news to the start) to the number of tiles
     (what solving uses): so that a settled answer stays settled, however long it runs on."""
-    from toylib.maze.measure import score  # here, not at the top: measure.py imports this module
-
-    splits = splits or make_splits(n_train=config.n_train, seed=config.data_seed)
+    data = data if data is not None else for_config(config)
     seed_everything(config.seed)
     device = device or pick_device()
     model = build_model(config).to(device)
     gen = torch.Generator().manual_seed(config.seed)
-    train = splits["train"]
-    pixels, tokens = torch.from_numpy(train.mazes), solution_tensor(train.solutions)
-    rows, cols = (s // TILE for s in train.mazes.shape[1:])
+    mazes = data["train"]
+    pixels, tokens = torch.from_numpy(mazes.mazes), solution_tensor(mazes.solutions)
+    rows, cols = (s // TILE for s in mazes.mazes.shape[1:])
 
     def loss_fn(m, batch):
         iterations = None
@@ -264,7 +345,7 @@ def train_maze(
         return maze_loss(m, batch, iterations)
 
     def evaluate(m):
-        s = score(m, splits["val"])
+        s = score(m, data["val"])
         # one number to keep the best weights by: mazes not solved by a shortest path, then the token accuracy
         shortfall = (1 - s.shortest) + (1 - s.solved) + 0.01 * (1 - s.token_accuracy)
         return {"val_solved": s.solved, "val_shortest": s.shortest, "val_token_acc": s.token_accuracy,

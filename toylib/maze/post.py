@@ -1,5 +1,5 @@
 """The post's model, `PostMazeNet` (an encoder-decoder fed raw numbers, or embedded), and its
-recipe, `POST_CONFIG`."""
+recipe, `POST`."""
 
 from __future__ import annotations
 
@@ -95,6 +95,6 @@ class PostMazeNet(MazeModel):
 # Adam at 1e-4 in batches of 1,024. A step takes about 5.5 s on one CPU thread, so 16 steps
 # train it for about as long as the chapter's model trains (65 to 110 s); the post trained 2,000
 # epochs of 10 steps, about 45 hours.
-POST_CONFIG = MazeConfig(model="post", d_model=32, n_heads=8, d_mlp=512, n_encoder_layers=4, n_decoder_layers=10,
-                         pad_as_stop=True, lr=1e-4, grad_clip=None, batch_size=1024, warmup=0, schedule="constant",
-                         steps=16, eval_every=8, stop_at=None)
+POST = MazeConfig(model="post", d_model=32, n_heads=8, d_mlp=512, n_encoder_layers=4, n_decoder_layers=10,
+                  pad_as_stop=True, lr=1e-4, grad_clip=None, batch_size=1024, warmup=0, schedule="constant",
+                  steps=16, eval_every=8, stop_at=None)
