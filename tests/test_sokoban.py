@@ -1,3 +1,4 @@
+import dataclasses
 import warnings
 
 import numpy as np
@@ -6,6 +7,7 @@ import torch
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
 
+from toylib import cli
 from toylib.sokoban import dataset, env as environment, measure, net, world
 from toylib.sokoban.world import DOWN, LEFT, RIGHT, UNDO, UP
 
@@ -46,14 +48,16 @@ ALONG_THE_WALL = """\
 
 def replay(board, actions):
     """Play moves and UNDOs from `board`; return every board seen, the start first."""
-    history, seen = [board], [board]
+    play, seen = world.Play(board), [board]
     for a in actions:
-        if a == UNDO:
-            history.pop()
-        else:
-            history.append(history[-1].apply_action(a))
-        seen.append(history[-1])
+        play = play.step(a)
+        seen.append(play.board)
     return seen
+
+
+def small(**changes):
+    """A config whose data is small: 30 + 30 training boards, 40 held out."""
+    return net.SokobanConfig(**{"n_solvable": 30, "n_unsolvable": 30, "n_held_out": 40, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +65,12 @@ def boards():
     """300 boards from the generator, and whether each can be solved."""
     rng = np.random.default_rng(7)
     found = [world.random_board(rng) for _ in range(300)]
-    return [(b, world.solve(b)) for b in found]
+    return [(b, world.shortest_solution(b)) for b in found]
 
 
 @pytest.fixture(scope="module")
 def data():
-    return dataset.make_data(30, 30, 40, seed=0, n_val=20)
+    return dataset.for_config(small(), n_val=20)
 
 
 # ----------------------------------------------------------------------------- the board
@@ -90,10 +94,10 @@ def test_xsb_marks_on_the_goal_and_other_sizes():
     on_goal = world.from_xsb("#####\n#+$ #\n#####", shape=None)
     assert on_goal.player == on_goal.goal == 6 and world.to_xsb(on_goal) == "#####\n#+$ #\n#####"
     solved = world.from_xsb("#####\n#@* #\n#####", shape=None)
-    assert solved.is_goal() and world.solve(solved) == [] and dataset.nsteps_class(len(world.solve(solved))) == 1
+    assert solved.is_goal() and world.shortest_solution(solved) == [] and dataset.nsteps_class(0) == 1
     ragged = world.from_xsb("\n####\n#.$@-_#\n#######\n\n", shape=None)  # blank lines, a short line, '-' and '_'
     assert ragged.shape == (3, 7) and world.to_xsb(ragged) == "####   \n#.$@  #\n#######"
-    assert world.solve(ragged) == [LEFT]
+    assert world.shortest_solution(ragged) == [LEFT]
 
 
 def test_a_push_moves_the_box_and_walls_stop_it():
@@ -112,13 +116,29 @@ def test_a_push_moves_the_box_and_walls_stop_it():
     assert walked.box == board.box and walked.player == board.player + 6
     # with no walls round it, the edge of the board stops the player and the box
     edge = world.from_xsb(". @$", shape=None)
-    assert edge.legal_actions() == [LEFT] and world.solve(edge) is None
+    assert edge.legal_actions() == [LEFT] and world.shortest_solution(edge) is None
 
 
 def test_boards_hash_by_value():
     a, b = world.from_xsb(ROUND), world.from_xsb(ROUND)
     assert a == b and hash(a) == hash(b) and len({a, b, a.apply_action(UP)}) == 2
     assert a.apply_action(UP).apply_action(DOWN) == a
+
+
+def test_a_play_keeps_the_history_that_undo_goes_back_through():
+    board = world.from_xsb(ROUND)
+    start = world.Play(board)
+    assert start.board == board and start.stack == (board,) and start.legal_actions() == board.legal_actions()
+    with pytest.raises(ValueError, match="undo has no move to take back"):
+        start.step(UNDO)
+    up = start.step(UP)
+    assert up.stack == (board, board.apply_action(UP)) and up.legal_actions()[-1] == UNDO
+    right = up.step(RIGHT)
+    assert right.step(UNDO) == up and right.step(UNDO).step(UNDO) == start  # back the way it came
+    assert up.step(DOWN).board == board and len(up.step(DOWN).stack) == 3  # walking back is a move, not an undo
+    assert start.step(UP) == up and len({start, up, up.step(UNDO)}) == 2  # immutable, hashable
+    with pytest.raises(ValueError, match="up is not a legal move"):
+        right.step(UP)  # a wall
 
 
 @pytest.mark.parametrize("text, message", [
@@ -173,7 +193,7 @@ def test_bad_channels_and_boards_are_refused():
 
 def test_bfs_walks_round_the_box():
     board = world.from_xsb(ROUND)
-    moves = world.solve(board)
+    moves = world.shortest_solution(board)
     assert len(moves) == 6 and moves[0] == UP and moves[-2:] == [LEFT, LEFT]
     assert replay(board, moves)[-1].is_goal()
     assert world.optimal_moves(board) == [UP, DOWN]  # round the top or the bottom
@@ -185,7 +205,7 @@ def test_bfs_walks_round_the_box():
 @pytest.mark.parametrize("text", [CORNER, ALONG_THE_WALL])
 def test_deadlocked_boxes_have_no_solution(text):
     board = world.from_xsb(text)
-    assert world.solve(board) is None and world.solve_astar(board) is None
+    assert world.shortest_solution(board) is None and world.solve_astar(board) is None
     assert (board.box, board.player) not in world.moves_to_goal(board) and world.optimal_moves(board) == []
     entry = dataset.make_entry(board)
     assert entry.nsteps == (dataset.UNSOLVABLE,) and entry.policy_mask == (False,) and entry.shortest is None
@@ -213,29 +233,30 @@ def test_the_backward_table_agrees_with_bfs(boards):
             assert (best == []) == (left == 0)
             assert all(table[(state.apply_action(m).box, state.apply_action(m).player)] == left - 1 for m in best)
         for box, player in list(table)[:: max(1, len(table) // 5)]:  # a few states, checked by forward BFS
-            assert len(world.solve(world.Board(board.walls, board.goal, box, player))) == table[(box, player)]
+            state = world.Board(board.walls, board.goal, box, player)
+            assert len(world.shortest_solution(state)) == table[(box, player)]
 
 
 # ----------------------------------------------------------------------------- symmetries
 
 
-def test_remapped_moves_solve_the_transformed_board(boards):
+def test_remapped_moves_solve_the_symmetric_board(boards):
     solvable = [(b, m) for b, m in boards if m][:10]
     for board, moves in solvable:
         keys = set()
         for s in range(world.N_SYMMETRIES):
-            turned = world.transform(board, s)
+            turned = world.symmetric(board, s)
             mapped = [world.move_map(s)[m] for m in moves]
             assert replay(turned, mapped)[-1].is_goal()
-            assert len(world.solve(turned)) == len(moves)
+            assert len(world.shortest_solution(turned)) == len(moves)
             assert world.canonical_key(turned) == world.canonical_key(board)
             keys.add(turned)
         assert len(keys) == 8  # random boards have no symmetry of their own
     board = solvable[0][0]
-    assert world.transform(board, 0) == board and world.transform(world.transform(board, 4), 4) == board
+    assert world.symmetric(board, 0) == board and world.symmetric(world.symmetric(board, 4), 4) == board
     once = board
     for _ in range(4):
-        once = world.transform(once, 1)
+        once = world.symmetric(once, 1)
     assert once == board
     assert sorted(world.move_map(5)) == list(range(5)) and world.move_map(0) == (UP, DOWN, LEFT, RIGHT, UNDO)
     assert world.move_map(4) == (LEFT, RIGHT, UP, DOWN, UNDO)  # the transpose swaps rows and columns
@@ -318,7 +339,7 @@ def test_entries_replay_under_every_symmetry(data):
         assert not train.policy_mask[i, n - 1] and (train.nsteps[i, n:] == -1).all()
         if train.solvable[i]:
             assert boards[-1].is_goal() and train.nsteps[i, n - 1] == 1
-            assert train.solution_length[i] == len(world.solve(boards[0]))
+            assert train.solution_length[i] == len(world.shortest_solution(boards[0]))
         else:
             assert n == 1 and train.nsteps[i, 0] == dataset.UNSOLVABLE
     assert (train.actions == UNDO).sum() == (~train.policy_mask & (train.actions >= 0)).sum() > 0  # one mask per detour
@@ -336,25 +357,36 @@ def test_held_out_boards_have_no_twin_in_training(data):
     assert len(train_keys) == 60 and len(held_keys) == 40 and len(val_keys) == 20
     assert not train_keys & held_keys and not val_keys & (train_keys | held_keys)
     assert val.solvable.sum() == 10 and not val.symmetry.any()
-    again = dataset.make_data(30, 30, 40, seed=0, n_val=20)
-    assert all((getattr(again["train"], f) == getattr(train, f)).all() for f in ("walls", "box", "player", "actions"))
-    bigger = dataset.make_data(31, 30, 40, seed=0, n_val=20)["held_out"]
+
+
+def test_the_data_comes_from_the_config_sizes_and_its_data_seed_alone(data):
+    assert [len(data[k]) for k in ("train", "val", "held_out")] == [8 * 60, 20, 40]
+    assert dataset.N_VAL == 1_000  # the validation boards of the chapter's config
+    fields = [f.name for f in dataclasses.fields(dataset.SokobanSet)]
+    # the weights' seed and the model's sizes leave the boards as they are
+    again = dataset.for_config(small(seed=5, d_model=16, n_heads=2, steps=3), n_val=20)
+    for name in data:
+        assert all(np.array_equal(getattr(again[name], f), getattr(data[name], f)) for f in fields), name
+    held = data["held_out"]
+    bigger = dataset.for_config(small(n_solvable=31), n_val=20)["held_out"]  # held out first: unchanged
     assert (bigger.walls == held.walls).all() and (bigger.box == held.box).all()
-    assert not (dataset.make_data(30, 30, 40, seed=1, n_val=20)["held_out"].walls == held.walls).all()
+    assert not (dataset.for_config(small(data_seed=1), n_val=20)["held_out"].walls == held.walls).all()
 
 
 def test_repeated_boards_and_their_twins_are_drawn_once():
     # One 3x3 room and nothing else: 18 solvable boards up to symmetry, so draws repeat all the time.
-    small = dict(size=5, room_areas=(9,), n_walls=(0, 0))
-    data = dataset.make_data(10, 10, 16, seed=0, n_val=0, **small)
+    tiny_rooms = dict(size=5, room_areas=(9,), n_walls=(0, 0))
+    rng, seen = np.random.default_rng(0), set()
+    held = dataset.draw_boards(8, 8, rng, seen, **tiny_rooms)
+    train = dataset.draw_boards(10, 10, rng, seen, **tiny_rooms)
 
-    def keys(d):
-        return [world.canonical_key(d.board(i)) for i in range(len(d)) if d.symmetry[i] == 0]
+    def keys(drawn):
+        return {world.canonical_key(b) for b, _ in drawn}
 
-    train, held = keys(data["train"]), keys(data["held_out"])
-    assert len(set(train)) == 20 and len(set(held)) == 16 and not set(train) & set(held)
+    assert len(keys(train)) == 20 and len(keys(held)) == 16 and not keys(train) & keys(held)
+    assert [t is not None for _, t in train].count(True) == 10
     with pytest.raises(RuntimeError, match="1 solvable and 0 unsolvable boards short"):
-        dataset.make_data(11, 10, 16, seed=0, n_val=0, **small)  # 8 held out + 11 > 18
+        dataset.draw_boards(11, 10, np.random.default_rng(0), set(keys(held)), **tiny_rooms)  # 8 + 11 > 18
 
 
 # ----------------------------------------------------------------------------- the environment
@@ -379,7 +411,7 @@ def test_the_environment_moves_undoes_and_solves():
     assert env.step(UP)[4] == {"moved": True} and env.step(UP)[4] == {"moved": False}  # the second UP: a wall
     env.step(UNDO)
     assert env.board == start
-    for m in world.solve(start)[:-1]:
+    for m in world.shortest_solution(start)[:-1]:
         assert env.step(m)[1:4] == (0.0, False, False)
     before = env.board
     assert env.step(LEFT)[1:3] == (1.0, True)
@@ -394,7 +426,7 @@ def test_the_environment_moves_undoes_and_solves():
     assert (image[centre, centre + 16] == world._RGB["box"]).all()
     random_level = environment.SokobanEnv()
     random_level.reset(seed=1)
-    assert world.solve(random_level.board) is not None
+    assert world.shortest_solution(random_level.board) is not None
     with pytest.raises(ValueError, match="actions are"):
         env.step(5)
     with pytest.raises(ValueError, match="render_mode"):
@@ -435,7 +467,7 @@ class Oracle(torch.nn.Module):
                     continue
                 board = world.from_channels(planes)
                 actions[i, j, world.optimal_moves(board)] = 0.0
-                path = world.solve(board)
+                path = world.shortest_solution(board)
                 nsteps[i, j, dataset.nsteps_class(None if path is None else len(path))] = 0.0
         return actions, nsteps, torch.zeros(b, 1, 1, t + 1, t + 1)
 
@@ -518,7 +550,7 @@ def test_a_short_training_run_learns(data):
     # 100 steps on 60 boards: the mean training loss of steps 51-100 is 12 to 15 % below that of
     # steps 1-50 for seeds 0 to 3 (held-out loss needs far more training to move)
     config = tiny_config(steps=100, eval_every=50, warmup=10, lr=1e-2)
-    model, history = net.train_sokoban(config, data, device="cpu", progress=False)
+    model, history = net.train(config, data, device="cpu", progress=False)
     first, second = history.column("loss")
     assert second < 0.95 * first
     assert set(history.last) >= {"val_loss", "val_optimal", "val_solvability"}
@@ -536,7 +568,7 @@ def test_entries_longer_than_the_history_keep_their_first_boards(data):
         assert torch.equal(a[:, :5], b)
     assert torch.equal(whole[1][:, :5], cut[1]) and torch.equal(whole[0], cut[0])
     config = tiny_config(n_ctx=5, steps=4, eval_every=2)
-    model, history = net.train_sokoban(config, data, device="cpu", progress=False)
+    model, history = net.train(config, data, device="cpu", progress=False)
     acc = net.accuracies(model, train)
     assert history.steps == 4 and 0 <= acc.solvability <= 1
 
@@ -545,12 +577,27 @@ def test_side_by_side_training_learns_what_training_alone_learns(data):
     # the chapter trains its two policies in two processes at once: each must come back with
     # exactly the weights and history it gets trained here, alone, on one thread
     configs = [tiny_config(steps=6, eval_every=3, history=h) for h in (True, False)]
-    apart = net.train_sokobans(configs, data, device="cpu", workers=2)
-    here = net.train_sokobans(configs, data, device="cpu", workers=1)
+    apart = net.train_side_by_side(configs, data, device="cpu", workers=2)
+    here = net.train_side_by_side(configs, data, device="cpu", workers=1)
     for (m1, h1), (m2, h2) in zip(apart, here):
         assert m1.config == m2.config
         assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
         assert h1.column("loss") == h2.column("loss") and h1.steps == h2.steps == 6
-    assert net.train_sokobans([], data, device="cpu") == []
+    assert net.train_side_by_side([], data, device="cpu") == []
     with pytest.raises(ValueError, match="workers"):
-        net.train_sokobans(configs, data, device="cpu", workers=0)
+        net.train_side_by_side(configs, data, device="cpu", workers=0)
+
+
+def test_the_command_line_trains_and_measures_through_the_chapter_contract():
+    # the chapter's CHAPTER, with 4 validation boards instead of N_VAL: a few seconds in all
+    chapter = dataclasses.replace(measure.CHAPTER, for_config=lambda c: dataset.for_config(c, n_val=4))
+    tiny = dict(d_model=16, n_heads=2, n_layers=2, channels=8, conv_layers=2, n_ctx=8, steps=4, eval_every=2,
+                n_solvable=5, n_unsolvable=5, n_held_out=10)
+    targets, seconds = cli.benchmark(chapter, seed=0, device="cpu", **tiny)
+    assert targets[0].measure == "solve rate, beam 32, 5 held-out boards" and seconds > 0
+    assert not [t for t in targets if t.machine]  # the time target is the notebook's: data and both models
+    again, _ = cli.benchmark(chapter, seed=0, device="cpu", **tiny)
+    assert [t.measured for t in again] == [t.measured for t in targets]
+    text = " ".join(cli.parser(measure.CHAPTER).format_help().split())
+    assert "--data-seed" in text and "--no-history" in text and "--beam-boards" not in text
+    assert cli.configure(measure.CHAPTER, {"batch_size": 8}) == net.SokobanConfig(batch_size=8)

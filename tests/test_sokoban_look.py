@@ -39,8 +39,8 @@ def tiny(n_ctx: int = 32, **kw) -> net.SokobanPolicy:
 
 def test_the_levels():
     board = world.from_xsb(OPEN)
-    assert len(world.solve(board)) == 6
-    assert world.solve(world.from_xsb(CORNER)) is None
+    assert len(world.shortest_solution(board)) == 6
+    assert world.shortest_solution(world.from_xsb(CORNER)) is None
 
 
 def test_nsteps_words_name_the_classes_of_nsteps_class():
@@ -58,7 +58,7 @@ def test_nsteps_words_name_the_classes_of_nsteps_class():
 
 def test_solve_frames_have_one_shape_and_each_row_sums_to_one_over_what_it_sees():
     model, board = tiny(), world.from_xsb(OPEN)
-    actions = world.solve(board)
+    actions = world.shortest_solution(board)
     frames = solve_frames(model, board, actions, width=12, px=4)
     t = len(actions) + 1
     assert frames.images.shape == (t, 32, 32, 3) and frames.images.dtype == np.uint8
@@ -101,7 +101,7 @@ def test_solve_frames_refuse_bad_input():
         solve_frames(model, OPEN, [world.RIGHT], layer=3)
     with pytest.raises(ValueError, match="action 2: up is not a legal move"):
         solve_frames(model, OPEN, [world.UP, world.UP, world.UP])
-    with pytest.raises(ValueError, match="action 0 is undo"):
+    with pytest.raises(ValueError, match="action 0: undo has no move to take back"):
         solve_frames(model, OPEN, [world.UNDO])
     with pytest.raises(ValueError, match="1 to 32 boards"):
         solve_frames(model, OPEN, [world.LEFT, world.RIGHT] * 16)
@@ -109,7 +109,7 @@ def test_solve_frames_refuse_bad_input():
 
 def test_nsteps_along_a_solution_marks_bfs_moves_left():
     board = world.from_xsb(OPEN)
-    solution = world.solve(board)
+    solution = world.shortest_solution(board)
     along = nsteps_along(tiny(), board)
     assert along.actions == solution and along.probs.shape == (len(solution) + 1, dataset.N_NSTEPS)
     np.testing.assert_allclose(along.probs.sum(-1), 1, atol=1e-5)
@@ -121,12 +121,12 @@ def test_nsteps_along_a_solution_marks_bfs_moves_left():
 
 def test_a_bad_push_is_unsolvable_on_its_own_but_one_undo_from_the_way_in_training():
     board = world.from_xsb(OPEN)
-    solution = world.solve(board)
+    solution = world.shortest_solution(board)
     step, move = first_deadlock(board)
     assert (step, move) == (1, world.UP)  # right, then up pushes the box against the top wall
     before = board.apply_action(solution[0])
     dead = before.apply_action(move)
-    assert dead.box != before.box and world.solve(dead) is None
+    assert dead.box != before.box and world.shortest_solution(dead) is None
     detour = solution[:step] + [move, world.UNDO] + solution[step:]
     along = nsteps_along(tiny(), board, detour)
     assert along.boards[step + 1] == dead and along.boards[step + 2] == along.boards[step]
@@ -220,15 +220,15 @@ def test_the_model_button_plays_its_most_likely_legal_action():
 def test_the_widget_finishes_a_level_and_draws_new_ones():
     board = world.from_xsb(OPEN)
     widget = sokoban_widget(tiny(), board)
-    for a in world.solve(board):
+    for a in world.shortest_solution(board):
         button(widget, world.ACTION_NAMES[a]).click()
     assert shown(widget).is_goal() and "<b>solved</b> in 6 moves (the fewest: 6)" in status(widget)
     assert all(button(widget, name).disabled for name in ("up", "down", "left", "right", "model's move"))
     button(widget, "new level").click()
     level = shown(widget)
-    assert level != board and world.solve(level) is not None and not level.is_goal()
+    assert level != board and world.shortest_solution(level) is not None and not level.is_goal()
     again = sokoban_widget(tiny(), seed=3)
-    assert shown(again) == shown(sokoban_widget(tiny(), seed=3)) and world.solve(shown(again)) is not None
+    assert shown(again) == shown(sokoban_widget(tiny(), seed=3)) and world.shortest_solution(shown(again)) is not None
 
 
 def test_a_full_history_starts_again_from_the_board_reached():

@@ -24,16 +24,18 @@ the policy learns every optimal move of a board, not the one its solver happened
 
 The chapter's rooms, in the reader's order:
 
-- `world.py`    the board and its moves, XSB text and the policy's 5 planes, ground truth
-                (BFS, the backward BFS of `moves_to_goal`, A* with `push_distance`), the 8
-                symmetries, the post's generator, and `render_rgb`; no torch
+- `world.py`    the board and its moves, `Play` (a board and its undo history), XSB text and
+                the policy's 5 planes, ground truth (BFS's `shortest_solution`, the backward
+                BFS of `moves_to_goal`, A* with `push_distance`), the 8 symmetries
+                (`symmetric`), the post's generator, and `render_rgb`; no torch
 - `env.py`      `SokobanEnv`, the board as a Gymnasium environment
 - `dataset.py`  training entries (`make_entry`, the nsteps classes), `SokobanSet`, `augment`,
-                `draw_boards` and `make_data`
+                `draw_boards` and `for_config`
 - `net.py`      `SokobanConfig`, `BoardEncoder`, `SokobanPolicy`, `sokoban_loss`, the
-                teacher-forced `accuracies`, `train_sokoban(s)`
+                teacher-forced `accuracies`, `train` and `train_side_by_side`
 - `measure.py`  solving with the policy (`Walks`, `solve_greedy`, `solve_beam`), `Solves`,
-                the post's table, `sokoban_targets` and the command line (`CHAPTER`, `main`)
+                the post's table (`POST_TABLE`), `sokoban_targets`, `measure` and the command
+                line (`CHAPTER`, `main`)
 - `look.py`     looking inside: `solve_frames`, `animate_solve`, `nsteps_along`,
                 `first_deadlock`, `draw_nsteps`, and `sokoban_widget`, a level to play
 

@@ -1,6 +1,6 @@
 """The Sokoban data: training entries (a shortest solution, with or without a detour and
 its undo, and the nsteps class of every board), `SokobanSet` that packs them into arrays,
-`augment` under the 8 symmetries, and `make_data`, which draws disjoint training,
+`augment` under the 8 symmetries, and `for_config`, which draws disjoint training,
 validation and held-out boards from one seeded generator.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from toylib.sokoban.world import (
     SIZE,
     UNDO,
     Board,
+    Play,
     _square_map,
     _turn,
     canonical_key,
@@ -29,6 +31,9 @@ from toylib.sokoban.world import (
     push_distance,
     random_board,
 )
+
+if TYPE_CHECKING:
+    from toylib.sokoban.net import SokobanConfig
 
 # ----------------------------------------------------------------------------- training entries
 
@@ -88,27 +93,37 @@ def make_entry(board: Board, table: dict[tuple[int, int], int] | None = None,
     return _replay(board, actions, table, bad[0] if bad else None)
 
 
+def _values(play: Play, table: dict[tuple[int, int], int]) -> list[float]:
+    """The value of each board of `play`'s undo stack, start first: its fewest moves left when
+    UNDO counts as a move, that is its BFS distance, or one more than the board UNDO returns
+    to, whichever is less (math.inf for a dead start)."""
+    values = []
+    for board in play.stack:
+        left = table.get((board.box, board.player), math.inf)
+        values.append(min(left, values[-1] + 1) if values else left)
+    return values
+
+
 def _replay(board: Board, actions: list[int], table: dict[tuple[int, int], int], masked: int | None) -> Entry:
-    """Play `actions` from `board`, keeping the history that UNDO goes back through, and label
-    each board. A board's value is its fewest moves left when UNDO counts as a move: its BFS
-    distance, or one more than the board UNDO returns to, whichever is less."""
-    history = [(board, table.get((board.box, board.player), math.inf))]  # (board, value)
+    """Play `actions` from `board` (a `Play`, so that UNDO goes back through the history), and
+    label each board with the nsteps class of its value (`_values`) and the actions that lead
+    one move nearer the goal, UNDO among them when the board it returns to is nearer."""
+    play = Play(board)
     boards, nsteps, optimal = [], [], []
     for action in [*actions, None]:
-        here, value = history[-1]
+        values = _values(play, table)
+        here, value = play.board, values[-1]
         boards.append(here)
         nsteps.append(nsteps_class(value))
         best = [m for m in MOVES if (after := here._after(m)) is not None and table.get(after) == value - 1]
-        if len(history) > 1 and history[-2][1] == value - 1:
+        if len(values) > 1 and values[-2] == value - 1:
             best.append(UNDO)
         optimal.append(tuple(best))
-        if action == UNDO:
-            history.pop()
-        elif action is not None:
-            after = here.apply_action(action)
-            history.append((after, min(table.get((after.box, after.player), math.inf), value + 1)))
+        if action is not None:
+            play = play.step(action)
     mask = tuple(k != masked for k in range(len(actions))) + (False,)
-    return Entry(tuple(boards), (*actions, -1), mask, tuple(nsteps), tuple(optimal), history[0][1])
+    shortest = table.get((board.box, board.player), math.inf)
+    return Entry(tuple(boards), (*actions, -1), mask, tuple(nsteps), tuple(optimal), shortest)
 
 
 # ----------------------------------------------------------------------------- data sets
@@ -226,23 +241,26 @@ def draw_boards(n_solvable: int, n_unsolvable: int, rng: np.random.Generator, se
     return kept
 
 
-def make_data(n_solvable: int = 4_000, n_unsolvable: int = 4_000, n_held_out: int = 4_000, seed: int = 0,
-              p_detour: float = 0.5, n_val: int = 1_000, **generator) -> dict[str, SokobanSet]:
-    """The post's data, from one seeded generator: "train", `n_solvable` + `n_unsolvable`
-    boards with their entries (`p_detour` of the solvable ones making one bad move and
-    undoing it) under all 8 symmetries; "held_out", `n_held_out` boards, half of them
-    solvable, one entry each without detours or symmetries; and "val", `n_val` more boards
-    like the held-out ones, for choosing when to stop training. No board, nor a rotated or
-    mirrored twin of one, is in two of them. The held-out boards are drawn first, then the
-    validation boards, so they stay the same when only the training sizes change."""
-    if not 0.0 <= p_detour <= 1.0:  # checked before the boards are drawn, not after
-        raise ValueError(f"p_detour is a probability, got {p_detour}")
-    rng, seen = np.random.default_rng(seed), set()
-    held_out = draw_boards((n_held_out + 1) // 2, n_held_out // 2, rng, seen, **generator)
-    val = draw_boards((n_val + 1) // 2, n_val // 2, rng, seen, **generator)
-    train = draw_boards(n_solvable, n_unsolvable, rng, seen, **generator)
+P_DETOUR = 0.5  # the share of solvable training boards whose entry makes one bad move and undoes it
+N_VAL = 1_000  # validation boards, half of them solvable, for choosing when to stop training
+
+
+def for_config(config: SokobanConfig, n_val: int = N_VAL) -> dict[str, SokobanSet]:
+    """The post's data, from one generator seeded with `config.data_seed`: "train",
+    `config.n_solvable` + `config.n_unsolvable` boards with their entries (P_DETOUR of the
+    solvable ones making one bad move and undoing it) under all 8 symmetries; "held_out",
+    `config.n_held_out` boards, half of them solvable, one entry each without detours or
+    symmetries; and "val", `n_val` more boards like the held-out ones (N_VAL, not a config
+    field, so that the config the chapter prints stays the post's), for choosing when to stop
+    training. No board, nor a rotated or mirrored twin of one, is in two of them. The
+    held-out boards are drawn first, then the validation boards, so they stay the same when
+    only the training sizes change."""
+    rng, seen = np.random.default_rng(config.data_seed), set()
+    held_out = draw_boards((config.n_held_out + 1) // 2, config.n_held_out // 2, rng, seen)
+    val = draw_boards((n_val + 1) // 2, n_val // 2, rng, seen)
+    train = draw_boards(config.n_solvable, config.n_unsolvable, rng, seen)
     return {
-        "train": augment(to_set([make_entry(b, t or {}, rng, p_detour if t else 0.0) for b, t in train])),
+        "train": augment(to_set([make_entry(b, t or {}, rng, P_DETOUR if t else 0.0) for b, t in train])),
         "val": to_set([make_entry(b, t or {}) for b, t in val]),
         "held_out": to_set([make_entry(b, t or {}) for b, t in held_out]),
     }

@@ -13,12 +13,12 @@ from toylib.sokoban.world import (
     ACTION_NAMES,
     CHANNELS,
     SIZE,
-    UNDO,
     Board,
+    Play,
     from_xsb,
     random_board,
     render_rgb,
-    solve,
+    shortest_solution,
     to_channels,
     to_xsb,
 )
@@ -46,7 +46,7 @@ class SokobanEnv(gym.Env):
         self.render_mode, self.max_steps = render_mode, max_steps
         self.observation_space = gym.spaces.Box(0, 1, (len(CHANNELS), SIZE, SIZE), np.uint8)
         self.action_space = gym.spaces.Discrete(len(ACTION_NAMES))
-        self.history: list[Board] = []
+        self.play: Play | None = None  # the board and its undo history, from `reset`
         self.steps = 0
 
     @staticmethod
@@ -58,30 +58,26 @@ class SokobanEnv(gym.Env):
 
     @property
     def board(self) -> Board:
-        return self.history[-1]
+        return self.play.board
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         board = (options or {}).get("board", self.level)
         if board is None:
-            while solve(board := random_board(self.np_random)) is None:
+            while shortest_solution(board := random_board(self.np_random)) is None:
                 pass
-        self.history, self.steps = [self._board(board)], 0
+        self.play, self.steps = Play(self._board(board)), 0
         return to_channels(self.board), {}
 
     def step(self, action):
-        if not self.history:
+        if self.play is None:
             raise RuntimeError("call reset before step")
         if not self.action_space.contains(action):
             raise ValueError(f"actions are 0..{len(ACTION_NAMES) - 1} ({', '.join(ACTION_NAMES)}), got {action!r}")
-        action, moved = int(action), False
-        if action == UNDO:
-            moved = len(self.history) > 1
-            if moved:
-                self.history.pop()
-        elif action in self.board.legal_actions():
-            self.history.append(self.board.apply_action(action))
-            moved = True
+        action = int(action)
+        moved = action in self.play.legal_actions()  # UNDO too, once there is a move to take back
+        if moved:
+            self.play = self.play.step(action)
         self.steps += 1
         solved = self.board.is_goal()
         truncated = not solved and self.steps >= self.max_steps

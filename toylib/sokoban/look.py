@@ -5,8 +5,7 @@ the nsteps head along a solution beside the truth, the first push that kills a b
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -15,6 +14,7 @@ from matplotlib import animation
 from matplotlib.axes import Axes
 
 from toylib.decode import greedy_decode
+from toylib.infer import evaluating
 from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, _replay, nsteps_class
 from toylib.sokoban.measure import START, Walks
 from toylib.sokoban.net import SokobanPolicy
@@ -37,13 +37,14 @@ from toylib.sokoban.world import (
     UP,
     WALL,
     Board,
+    Play,
     encode,
     from_xsb,
     moves_to_goal,
     push_distance,
     random_board,
     render_rgb,
-    solve,
+    shortest_solution,
     to_xsb,
 )
 
@@ -68,31 +69,14 @@ def _visit(board: Board, actions: Sequence[int]) -> list[Board]:
     """The boards that `actions` pass through from `board`, start first: the history the
     policy reads. UNDO goes back one move, to the board before it, which joins the history
     again (as in `Walks` and in training)."""
-    stack, visited = [board], [board]
+    play, visited = Play(board), [board]
     for k, action in enumerate(actions):
-        if action == UNDO:
-            if len(stack) == 1:
-                raise ValueError(f"action {k} is undo, with no move to take back")
-            stack.pop()
-        else:
-            try:
-                stack.append(stack[-1].apply_action(action))
-            except ValueError as e:
-                raise ValueError(f"action {k}: {e}") from None
-        visited.append(stack[-1])
+        try:
+            play = play.step(action)
+        except ValueError as e:
+            raise ValueError(f"action {k}: {e}") from None
+        visited.append(play.board)
     return visited
-
-
-@contextlib.contextmanager
-def _evaluating(model: SokobanPolicy) -> Iterator[None]:
-    """The model in eval mode and without gradients, put back as it was afterwards."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        model.train(was_training)
 
 
 def _read(model: SokobanPolicy, boards: Sequence[Board]) -> tuple[torch.Tensor, ...]:
@@ -101,12 +85,11 @@ def _read(model: SokobanPolicy, boards: Sequence[Board]) -> tuple[torch.Tensor, 
     causal, so row t is what the policy makes of board t having seen boards 0..t only."""
     if not boards or len(boards) > model.config.n_ctx:
         raise ValueError(f"the policy reads 1 to {model.config.n_ctx} boards, got {len(boards)}")
-    device = next(model.parameters()).device
     walls = np.stack([b.grid for b in boards])  # (T, rows, cols)
     planes = encode(walls, [b.goal for b in boards], [b.box for b in boards],
                     [b.player for b in boards])  # (T, 5, rows, cols)
     goal = encode(walls[0], boards[0].goal, boards[0].goal, -1)  # (5, rows, cols): no player
-    with _evaluating(model):
+    with evaluating(model) as device:
         action, nsteps, patterns = model(torch.from_numpy(goal[None]).to(device),
                                          torch.from_numpy(planes[None]).to(device))[:3]
     return action[0].cpu(), nsteps[0].cpu(), patterns[0].cpu()
@@ -116,7 +99,7 @@ def _greedy_walk(model: SokobanPolicy, board: Board) -> list[int]:
     """The actions `solve_greedy` plays from `board`, kept whether or not they solve it."""
     if board.is_goal():
         return []
-    with _evaluating(model):
+    with evaluating(model):
         walks = Walks(model, [board])
         start = torch.full((1, 1), START, device=walks.device)
         out = greedy_decode(walks.next_logp, start, max_len=model.config.n_ctx, legal=walks.legal,
@@ -141,7 +124,7 @@ def solve_frames(model: SokobanPolicy, board: Board | str, actions: Sequence[int
     """What an animation of the policy solving `board` needs: each board of the solve, and
     where that board's token looks in `layer`, head by head, over the goal and the boards so
     far. The actions are the policy's greedy play (`solve_greedy`'s, kept even when it fails)
-    unless `actions` are given (a `solve_beam` result, or BFS's `solve`), and the patterns
+    unless `actions` are given (a `solve_beam` result, or BFS's `shortest_solution`), and the patterns
     come from one teacher-forced pass over the boards, which is what the policy saw at each
     step (its attention is causal).
 
@@ -230,7 +213,7 @@ def nsteps_along(model: SokobanPolicy, board: Board | str, actions: Sequence[int
     dead from the start is labelled UNSOLVABLE. The two differ exactly after such a push."""
     board = _as_board(board)
     if actions is None:
-        actions = solve(board) or []
+        actions = shortest_solution(board) or []
     actions = [int(a) for a in actions]
     boards = _visit(board, actions)
     table = moves_to_goal(board)  # one table serves every board: they share walls and goal
@@ -251,7 +234,7 @@ def first_deadlock(board: Board | str, actions: Sequence[int] | None = None) -> 
     there is none.
     Only a push can kill a board: the player can always walk back."""
     board = _as_board(board)
-    actions = (solve(board) or []) if actions is None else list(actions)
+    actions = (shortest_solution(board) or []) if actions is None else list(actions)
     table = moves_to_goal(board)
     for k, here in enumerate(_visit(board, actions)):
         if here.is_goal() or (here.box, here.player) not in table:
@@ -302,7 +285,7 @@ def _random_level(rng: np.random.Generator) -> Board:
     """A random board that can be solved (push_distance throws most dead ones out at once)."""
     while True:
         board = random_board(rng)
-        if push_distance(board) < float("inf") and solve(board) is not None:
+        if push_distance(board) < float("inf") and shortest_solution(board) is not None:
             return board
 
 
@@ -334,17 +317,21 @@ def sokoban_widget(model: SokobanPolicy, board: Board | str | None = None, seed:
     state: dict = {}
 
     def reset(start: Board, note: str = "") -> None:
-        state.update(stack=[start], history=[start], note=note)
+        state.update(play=Play(start), history=[start], note=note)
         if note == "":  # a new level: a new table and a new count
-            state.update(table=moves_to_goal(start), moves=0, shortest=len(solve(start) or []))
+            state.update(table=moves_to_goal(start), moves=0, shortest=len(shortest_solution(start) or []))
         show()
 
+    def legal_actions() -> list[int]:
+        """The moves, none once the level is solved, and UNDO once there is a move to take back."""
+        play = state["play"]
+        return [a for a in play.legal_actions() if a == UNDO or not play.board.is_goal()]
+
     def show() -> None:
-        stack, history = state["stack"], state["history"]
-        here = stack[-1]
+        play, history = state["play"], state["history"]
+        here = play.board
         grid.set(_cells(here))
-        legal = [] if here.is_goal() else here.legal_actions()
-        legal += [UNDO] if len(stack) > 1 else []
+        legal = legal_actions()
         for a, button in buttons.items():
             button.disabled = a not in legal
         action_logits, nsteps_logits, _ = _read(model, history)
@@ -357,7 +344,7 @@ def sokoban_widget(model: SokobanPolicy, board: Board | str | None = None, seed:
         p = torch.softmax(logits, -1)
         words = NSTEPS_WORDS[int(nsteps_logits[-1].argmax())]
         estimate = f"{words} moves left" if words[0].isdigit() else words
-        bfs = _moves_left_words(state["table"].get((here.box, here.player)), len(stack) > 1)
+        bfs = _moves_left_words(state["table"].get((here.box, here.player)), bool(play.earlier))
         if here.is_goal():
             line = f"<b>solved</b> in {state['moves']} moves (the fewest: {state['shortest']})"
         elif best is None:
@@ -367,33 +354,29 @@ def sokoban_widget(model: SokobanPolicy, board: Board | str | None = None, seed:
         status.value = (f"{line}; its nsteps estimate: <b>{estimate}</b>. "
                         f"Breadth-first search: <b>{bfs}</b>.{state['note']}")
 
-    def play(action: int | None) -> None:
-        stack, here = state["stack"], state["stack"][-1]
-        if action == UNDO and len(stack) > 1:
-            stack.pop()
-        elif action in MOVES and not here.is_goal() and action in here.legal_actions():
-            stack.append(here.apply_action(action))
-        else:
+    def act(action: int | None) -> None:
+        if action not in legal_actions():
             return
+        state["play"] = play = state["play"].step(action)
         state["moves"] += 1
         if len(state["history"]) == model.config.n_ctx:
-            reset(stack[-1], f" (The model's history of {model.config.n_ctx} boards was full: "
-                             "play goes on from this board as a new start.)")
+            reset(play.board, f" (The model's history of {model.config.n_ctx} boards was full: "
+                              "play goes on from this board as a new start.)")
             return
-        state["history"].append(stack[-1])
+        state["history"].append(play.board)
         state["note"] = ""
         show()
 
     def clicked(row: int, col: int) -> None:
-        r, c = divmod(state["stack"][-1].player, SIZE)
+        r, c = divmod(state["play"].board.player, SIZE)
         for move, (dr, dc) in zip(MOVES, STEP):
             if (r + dr, c + dc) == (row, col):
-                play(move)
+                act(move)
 
     grid.on_click = clicked
     for a, button in buttons.items():
-        button.on_click(lambda _, a=a: play(a))
-    suggest.on_click(lambda _: play(state["best"]))
+        button.on_click(lambda _, a=a: act(a))
+    suggest.on_click(lambda _: act(state["best"]))
     new.on_click(lambda _: reset(_random_level(rng)))
     reset(level)
     controls = w.VBox([w.HBox([buttons[UP], buttons[DOWN]]), w.HBox([buttons[LEFT], buttons[RIGHT]]),

@@ -1,6 +1,6 @@
 """The Sokoban policy at work: solving boards greedily and by beam search (`Walks` feeds the
-core's decoders), `Solves`, the post's table beside ours, the chapter's targets, and the
-command line (`python -m toylib.sokoban`).
+core's decoders), `Solves`, the post's table beside ours, the chapter's targets, `measure`,
+and the command line (`CHAPTER`, `python -m toylib.sokoban`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import torch
 
 from toylib import cli
 from toylib.decode import beam_search, greedy_decode
-from toylib.sokoban.dataset import SokobanSet, make_data
-from toylib.sokoban.net import Accuracies, SokobanConfig, SokobanPolicy, accuracies, train_sokoban
-from toylib.sokoban.world import ACTION_NAMES, SIZE, UNDO, Board, encode
-from toylib.targets import Target, format_table, pct
-from toylib.train import History
+from toylib.infer import model_device
+from toylib.sokoban import dataset, net
+from toylib.sokoban.dataset import SokobanSet
+from toylib.sokoban.net import Accuracies, SokobanConfig, SokobanPolicy, accuracies
+from toylib.sokoban.world import ACTION_NAMES, SIZE, Board, Play, encode
+from toylib.targets import Target, format_table, pct, time_target
 
 # ----------------------------------------------------------------------------- solving with the policy
 
@@ -28,9 +29,10 @@ START = len(ACTION_NAMES)  # the token that begins every action sequence the dec
 class Walks:
     """Action sequences from start boards, as the core's decoders (`greedy_decode`,
     `beam_search`) grow them: a row of tokens is START and then actions. Row i starts from
-    `starts[i]`, or every row from the one start. Boards are replayed once per sequence and
-    cached, and so are the policy's tokens of the boards a sequence has seen, so that a step
-    encodes only each row's new board, all rows in one batch.
+    `starts[i]`, or every row from the one start. Each sequence is replayed once, as a `Play`
+    one action on from its prefix's, and cached, and so are the policy's tokens of the boards
+    a sequence has seen, so that a step encodes only each row's new board, all rows in one
+    batch.
 
     The hooks: `next_logp` (the policy's action scores after the boards so far), `legal`
     (the moves a board allows, and UNDO once there is a move to take back), `done` (the box
@@ -43,11 +45,11 @@ class Walks:
         if any(not isinstance(b, Board) or b.shape != (SIZE, SIZE) for b in starts):
             raise ValueError(f"the policy reads {SIZE}x{SIZE} Boards")
         self.model, self.starts = model, list(starts)
-        self.device = next(model.parameters()).device
+        self.device = model_device(model)
         walls = np.stack([b.grid for b in self.starts])
         goal = np.array([b.goal for b in self.starts])
         self.goal = self._tokens(encode(walls, goal, goal, -1))  # (N, d)
-        self.stacks: dict[tuple, tuple[Board, ...]] = {}  # (start, actions) -> the undo stack, current board last
+        self.plays: dict[tuple, Play] = {}  # (start, actions) -> the board reached and its undo history
         self.history: dict[tuple, torch.Tensor] = {}  # (start, actions) -> tokens of the boards seen (t, d)
 
     def _tokens(self, planes: np.ndarray) -> torch.Tensor:
@@ -58,32 +60,28 @@ class Walks:
         one = len(self.starts) == 1
         return [(0 if one else i, tuple(row[1:])) for i, row in enumerate(tokens.tolist())]
 
-    def stack(self, key: tuple) -> tuple[Board, ...]:
-        """The undo stack that the actions `key[1]` leave on board `key[0]`: replayed once."""
-        if key not in self.stacks:
+    def play(self, key: tuple) -> Play:
+        """Where the actions `key[1]` leave start `key[0]` (START, padding, leaves it as it is):
+        replayed once."""
+        if key not in self.plays:
             start, actions = key
             if not actions:
-                self.stacks[key] = (self.starts[start],)
+                self.plays[key] = Play(self.starts[start])
             else:
-                before, move = self.stack((start, actions[:-1])), actions[-1]
-                if move == START:
-                    self.stacks[key] = before
-                elif move == UNDO:
-                    self.stacks[key] = before[:-1]
-                else:
-                    self.stacks[key] = (*before, before[-1].apply_action(move))
-        return self.stacks[key]
+                before, action = self.play((start, actions[:-1])), actions[-1]
+                self.plays[key] = before if action == START else before.step(action)
+        return self.plays[key]
 
     def boards(self, tokens: torch.Tensor) -> list[Board]:
         """The board each row has reached."""
-        return [self.stack(k)[-1] for k in self._keys(tokens)]
+        return [self.play(k).board for k in self._keys(tokens)]
 
     def next_logp(self, tokens: torch.Tensor) -> torch.Tensor:
         keys = self._keys(tokens)
         live = [i for i, (_, a) in enumerate(keys) if not a or a[-1] != START]  # ended rows are not asked
         new = [k for k in dict.fromkeys(keys[i] for i in live) if k not in self.history]
         if new:
-            here = [self.stack(k)[-1] for k in new]
+            here = [self.play(k).board for k in new]
             planes = encode(np.stack([b.grid for b in here]), [b.goal for b in here], [b.box for b in here],
                             [b.player for b in here])
             for (start, actions), token in zip(new, self._tokens(planes)):
@@ -101,9 +99,7 @@ class Walks:
     def legal(self, tokens: torch.Tensor) -> torch.Tensor:
         allowed = torch.zeros(len(tokens), START + 1, dtype=torch.bool)
         for i, k in enumerate(self._keys(tokens)):
-            stack = self.stack(k)
-            allowed[i, stack[-1].legal_actions()] = True
-            allowed[i, UNDO] = len(stack) > 1
+            allowed[i, self.play(k).legal_actions()] = True  # the moves, and UNDO once there is one to take back
         return allowed.to(tokens.device)
 
     def done(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -193,7 +189,7 @@ def solves(model: SokobanPolicy, boards: Sequence[Board], optimal: np.ndarray, w
 
 
 # The post's table: (transformer, baseline), on its 4,000 validation boards.
-POST = {
+POST_TABLE = {
     "solvability accuracy": (0.977, 0.977),
     "top-1 policy accuracy": (0.867, 0.831),
     "top-2 policy accuracy": (0.982, 0.969),
@@ -205,7 +201,7 @@ POST = {
 
 
 def post_rows(acc: Accuracies, beam: Solves) -> list[float]:
-    """Our numbers for the rows of POST, in its order."""
+    """Our numbers for the rows of POST_TABLE, in its order."""
     return [acc.solvability, acc.policy_top1, acc.policy_top2, acc.nsteps_top1, acc.nsteps_top2, beam.rate,
             beam.mean_length]
 
@@ -213,7 +209,7 @@ def post_rows(acc: Accuracies, beam: Solves) -> list[float]:
 def post_table(ours: tuple[Accuracies, Solves], baseline: tuple[Accuracies, Solves]) -> str:
     """The post's table with ours beside it: transformer and baseline, the post's and ours."""
     rows = [(name, f"{p[0]:.3f}", f"{o:.3f}", f"{p[1]:.3f}", f"{b:.3f}")
-            for (name, p), o, b in zip(POST.items(), post_rows(*ours), post_rows(*baseline))]
+            for (name, p), o, b in zip(POST_TABLE.items(), post_rows(*ours), post_rows(*baseline))]
     return format_table(rows, ("measure", "post", "ours", "post, baseline", "ours, baseline"))
 
 
@@ -234,36 +230,27 @@ def sokoban_targets(acc: Accuracies, greedy: Solves, beam: Solves, seconds: floa
         Target("top-1 policy accuracy (the post's one label)", "-", pct(acc.policy_top1), None),
     ]
     if seconds is not None:
-        targets.append(Target("data and both models' training", f"<= {time_limit / 60:.0f} min", f"{seconds:.0f} s",
-                              seconds <= time_limit, machine=True))
+        targets.append(time_target(seconds, time_limit, "data and both models' training"))
     return targets
 
 
-def _train(config: SokobanConfig, device, progress: bool, args) -> tuple[SokobanPolicy, History, dict]:
-    data = make_data(config.n_solvable, config.n_unsolvable, config.n_held_out, seed=config.data_seed)
-    model, history = train_sokoban(config, data, device=device, progress=progress)
-    return model, history, {"data": data}
-
-
-def _measure(model: SokobanPolicy, config: SokobanConfig, seconds: float, info: dict, args) -> list[Target]:
-    # the time target covers the data and both models, as the chapter trains them: not this one model alone
-    data = info.get("data") or make_data(config.n_solvable, config.n_unsolvable, config.n_held_out,
-                                         seed=config.data_seed)
+def measure(model: SokobanPolicy, config: SokobanConfig, data: dict[str, SokobanSet], train_seconds: float,
+            details: bool = True) -> list[Target]:
+    """The chapter's targets for a trained policy, on the held-out boards of `data`: its
+    teacher-forced accuracies, greedy play on every solvable board, and beam search on the
+    first BEAM_BOARDS of them. The chapter's time target covers the data and the training of
+    both models, as the chapter trains them, not one model alone: it is left out here (the
+    command line prints the training time itself), so `train_seconds` is not used; nor is
+    `details`, as the chapter has no detail beside its targets."""
     boards, optimal = solvable_boards(data["held_out"])
-    n = getattr(args, "beam_boards", BEAM_BOARDS)
-    beam = solves(model, boards[:n], optimal[:n], width=32)
+    beam = solves(model, boards[:BEAM_BOARDS], optimal[:BEAM_BOARDS], width=32)
     return sokoban_targets(accuracies(model, data["held_out"]), solves(model, boards, optimal), beam)
-
-
-def _extra_arguments(p) -> None:
-    p.add_argument("--beam-boards", type=int, default=BEAM_BOARDS,
-                   help="solve this many held-out boards by beam search (default %(default)s)")
 
 
 _OPTIONS = (cli.Option("--steps", "steps", "most training steps"), cli.Option("--lr", "lr", "peak learning rate"),
             cli.Option("--history", "history", "attend over the history (--no-history: the baseline)"),
             cli.Option("--data-seed", "data_seed", "which boards"))
 _ABOUT = "A transformer policy learns one-box Sokoban from shortest solutions, and says which boards cannot be solved."
-CHAPTER = cli.Chapter("sokoban", _ABOUT, SokobanConfig, SokobanPolicy, _train, _measure, options=_OPTIONS,
-                      extra_arguments=_extra_arguments)
+CHAPTER = cli.Chapter("sokoban", _ABOUT, SokobanConfig, SokobanPolicy, dataset.for_config, net.train, measure,
+                      options=_OPTIONS)
 main = cli.entry_point(CHAPTER)

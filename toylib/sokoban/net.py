@@ -1,6 +1,6 @@
 """The Sokoban policy: its config, the convolutional `BoardEncoder`, `SokobanPolicy` (a causal
 transformer over the goal and the boards so far, with an action head and an nsteps head),
-its loss, the teacher-forced `accuracies`, and `train_sokoban(s)`.
+its loss, the teacher-forced `accuracies`, `train`, and `train_side_by_side` (two policies at once).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from torch import nn
 
 from toylib.attention import Encoder
 from toylib.device import pick_device, seed_everything
-from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, SokobanSet, make_data
+from toylib.infer import evaluating, model_device
+from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, SokobanSet, for_config
 from toylib.sokoban.world import ACTION_NAMES, CHANNELS
 from toylib.train import History, TrainOptions, fit, side_by_side
 
@@ -46,7 +47,7 @@ class SokobanConfig:
     n_solvable: int = 4_000  # training boards that can be solved (the post: 4,000) ...
     n_unsolvable: int = 4_000  # ... and that cannot (the post: 4,000), each under 8 symmetries
     n_held_out: int = 4_000  # held-out boards, half of them solvable (the post: 4,000)
-    data_seed: int = 0  # which boards: `make_data(seed=data_seed)`
+    data_seed: int = 0  # which boards: `dataset.for_config` seeds its generator with it
     seed: int = 0  # initial weights and batch order
 
     def __post_init__(self):
@@ -56,9 +57,7 @@ class SokobanConfig:
             raise ValueError("n_layers, channels, conv_layers, n_ctx and batch_size must be at least 1")
 
     def train_options(self) -> TrainOptions:
-        return TrainOptions(steps=self.steps, lr=self.lr, weight_decay=self.weight_decay, schedule="cosine",
-                            warmup=self.warmup, grad_clip=self.grad_clip, eval_every=self.eval_every,
-                            log_every=self.log_every, monitor="val_loss", restore_best=True)
+        return TrainOptions.from_config(self, schedule="cosine", monitor="val_loss", restore_best=True)
 
 
 class BoardEncoder(nn.Module):
@@ -165,7 +164,7 @@ def sokoban_loss(
     actions together (any shortest solution is right), where the mask lets
     the action be learned, plus the cross-entropy of the nsteps class at
     every real board."""
-    device = next(model.parameters()).device
+    device = model_device(model)
     goal, boards, lengths, actions, mask, nsteps, optimal = (
         x.to(device) for x in batch)
     # (B, T, 5), (B, T, N_NSTEPS)
@@ -205,15 +204,13 @@ class Accuracies:
 def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) -> Accuracies:
     """Teacher-forced measures of `model` on every entry of `data`, each cut to the boards the
     policy's history holds (`config.n_ctx`)."""
-    was_training, sums, counts, losses = model.training, {}, {}, []
-    model.eval()
-    device = next(model.parameters()).device
+    sums, counts, losses = {}, {}, []
 
     def add(name, hits):
         sums[name] = sums.get(name, 0) + int(hits.sum())
         counts[name] = counts.get(name, 0) + hits.numel()
 
-    with torch.no_grad():
+    with evaluating(model) as device:
         for i in range(0, len(data), batch_size):
             batch = _batch(data, np.arange(i, min(i + batch_size, len(data))), model.config.n_ctx)
             losses.append((sokoban_loss(model, batch)[0].item(), len(batch[0])))
@@ -229,23 +226,22 @@ def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) ->
             add("nsteps_top1", (n2[..., 0] == nsteps)[real])
             add("nsteps_top2", (n2 == nsteps[..., None]).any(-1)[real])
             add("solvability", (n2[:, 0, 0] == UNSOLVABLE) == (nsteps[:, 0] == UNSOLVABLE))
-    model.train(was_training)
     loss = sum(l * n for l, n in losses) / sum(n for _, n in losses)
     return Accuracies(**{k: sums[k] / counts[k] for k in sums}, loss=loss)
 
 
-def train_sokoban(
-    config: SokobanConfig = SokobanConfig(),
+def train(
+    config: SokobanConfig,
     data: dict[str, SokobanSet] | None = None,
     device: torch.device | str | None = None,
     callback: Callable[[int, nn.Module, History], bool | None] | None = None,
     progress: bool = True,
 ) -> tuple[SokobanPolicy, History]:
-    """Build a policy from `config` and train it on `data["train"]` (default: `make_data` with
-    the config's sizes and data_seed), validating on `data["val"]` every `eval_every` steps
-    (the held-out boards are never looked at). Out of steps, the best validated weights are
+    """Build a policy from `config` and train it on `data["train"]` (default:
+    `dataset.for_config(config)`), validating on `data["val"]` every `eval_every` steps (the
+    held-out boards are never looked at). Out of steps, the best validated weights are
     restored."""
-    data = data or make_data(config.n_solvable, config.n_unsolvable, config.n_held_out, seed=config.data_seed)
+    data = for_config(config) if data is None else data
     seed_everything(config.seed)
     device = device or pick_device()
     model = SokobanPolicy(config).to(device)
@@ -262,17 +258,18 @@ def train_sokoban(
 
 
 def _train_quietly(config: SokobanConfig, data: dict[str, SokobanSet], device: str) -> tuple[SokobanPolicy, History]:
-    return train_sokoban(config, data, device=device, progress=False)
+    return train(config, data, device=device, progress=False)
 
 
-def train_sokobans(
+def train_side_by_side(
     configs: Sequence[SokobanConfig], data: dict[str, SokobanSet], device: torch.device | str | None = None,
     workers: int | None = None,
 ) -> list[tuple[SokobanPolicy, History]]:
-    """`train_sokoban` for each config on the same data, without progress bars. On a CPU the
-    policies train side by side, each in a process of its own on one thread (`side_by_side`;
-    `workers` processes at once, by default one per CPU core), and each learns exactly what it
-    would learn alone on one thread. On a GPU they train there, one after another."""
+    """`train` for each config on the same data, without progress bars (the chapter trains the
+    transformer and its baseline so). On a CPU the policies train side by side, each in a
+    process of its own on one thread (`side_by_side`; `workers` processes at once, by default
+    one per CPU core), and each learns exactly what it would learn alone on one thread. On a
+    GPU they train there, one after another."""
     device = torch.device(device or pick_device())
     if device.type != "cpu":
         return [_train_quietly(c, data, device) for c in configs]

@@ -1,6 +1,7 @@
-"""The Sokoban world: a one-box board and its moves, XSB text and the policy's planes, the
-ground truth (BFS, the backward BFS of `moves_to_goal`, A* with `push_distance`), the 8
-symmetries of a board, the post's generator, and `render_rgb`. No torch.
+"""The Sokoban world: a one-box board and its moves, `Play` (a board with its undo history), XSB
+text and the policy's planes, the ground truth (BFS's `shortest_solution`, the backward BFS of
+`moves_to_goal`, A* with `push_distance`), the 8 symmetries of a board, the post's generator,
+and `render_rgb`. No torch.
 
 Retells T. A. Wheeler, "A Transformer Sokoban Policy" (2024); see `toylib.sokoban`.
 """
@@ -120,6 +121,35 @@ class Board:
         return to_xsb(self)
 
 
+@dataclasses.dataclass(frozen=True)
+class Play:
+    """A board in play with its undo history: the moves made from a start board, where UNDO
+    takes back the last move still standing (the environment's fifth action; a Board alone has
+    no history). Immutable, like a Board: `step` returns the next Play, so that a search can
+    branch from one. Training entries, the environment, the policy's walks and the playable
+    board all replay their actions through it."""
+
+    board: Board  # the board reached
+    earlier: tuple[Board, ...] = ()  # the boards UNDO goes back to, the most recent last
+
+    @property
+    def stack(self) -> tuple[Board, ...]:
+        """The start, the boards between, and the board reached, last."""
+        return (*self.earlier, self.board)
+
+    def legal_actions(self) -> list[int]:
+        """The board's legal moves, then UNDO when there is a move to take back."""
+        return self.board.legal_actions() + ([UNDO] if self.earlier else [])
+
+    def step(self, action: int) -> Play:
+        """The play after `action`: a legal move, or UNDO back to the board before the last move."""
+        if action == UNDO:
+            if not self.earlier:
+                raise ValueError("undo has no move to take back")
+            return Play(self.earlier[-1], self.earlier[:-1])
+        return Play(self.board.apply_action(action), self.stack)
+
+
 # ----------------------------------------------------------------------------- reading and writing boards
 
 
@@ -229,7 +259,7 @@ def from_channels(channels) -> Board:
 # ----------------------------------------------------------------------------- ground truth
 
 
-def solve(board: Board) -> list[int] | None:
+def shortest_solution(board: Board) -> list[int] | None:
     """A shortest list of moves that puts the box on the goal ([] when it is there), or None
     when no moves can: BFS over the board's (box, player) states, exhaustive."""
     path = bfs(board)
@@ -340,7 +370,8 @@ def push_distance(board: Board) -> float:
 
 
 def solve_astar(board: Board) -> list[int] | None:
-    """As `solve`, by the core's A* with `push_distance`: as short, after fewer states."""
+    """As `shortest_solution`, by the core's A* with `push_distance`: as short, after fewer
+    states."""
     path = astar(board, push_distance)
     return None if path is None else list(path.actions)
 
@@ -378,7 +409,7 @@ def move_map(s: int) -> tuple[int, ...]:
     return tuple(by_offset[where[4 + 3 * dr + dc] - where[4]] for dr, dc in STEP) + (UNDO,)
 
 
-def transform(board: Board, s: int) -> Board:
+def symmetric(board: Board, s: int) -> Board:
     """Symmetry s (0..7; 0 is the board itself) of a board: apply `move_map(s)` to its moves."""
     move_map(s)  # checks s
     where, shape = _square_map(board.shape, s)
@@ -388,7 +419,7 @@ def transform(board: Board, s: int) -> Board:
 
 def canonical_key(board: Board) -> tuple:
     """The same for a board and its 8 symmetric variants, different for any other board."""
-    variants = (transform(board, s) for s in range(N_SYMMETRIES))
+    variants = (symmetric(board, s) for s in range(N_SYMMETRIES))
     return min((b.shape, b.walls, b.goal, b.box, b.player) for b in variants)
 
 
