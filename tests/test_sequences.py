@@ -123,7 +123,7 @@ def test_for_config_draws_the_same_data_from_the_config_seed():
     # the training stream starts again from the seed on every call, within the train split
     first, second = data.batches(), again.batches()
     for _ in range(3):
-        (x, y), (x2, _) = next(first), next(second)
+        (x, _), (x2, _) = next(first), next(second)
         assert x.shape == (16, 5) and in_split(x, "train").all()
         np.testing.assert_array_equal(x, x2)
     np.testing.assert_array_equal(next(data.batches())[0], next(again.batches())[0])

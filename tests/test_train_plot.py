@@ -245,3 +245,29 @@ def test_stop_when_stops_at_the_target_and_still_runs_the_callers_callback():
     # the caller's callback can stop training on its own
     h = fit(Tiny(TinyConfig()), batches, loss_fn, TrainOptions(steps=2000, lr=0.05, eval_every=50), callback=stop_when(lambda r: False, lambda *a: True), progress=False)
     assert h.steps == 50 and h.stop_reason == "callback"
+
+
+def test_animate_plays_rgb_panels_beside_colour_mapped_ones_and_moves_a_chapter_mark():
+    rgb = np.zeros((3, 8, 8, 3))
+    rgb[:, 2:4, 2:4, 0] = 1.0  # a red square
+    values = np.random.default_rng(0).random((3, 2, 5))
+    moved = []
+
+    def decorate(fig, axes):
+        assert len(axes) == 2
+        return moved.append
+
+    anim = animate({"board": rgb, "attention": values}, cmap=[None, "magma"], width_ratios=(1, 2),
+                   frame_titles=["a", "b", "c"], decorate=decorate)
+    anim._func(2)
+    assert moved == [2]
+    axes = anim._fig.axes
+    assert [ax.get_title() for ax in axes] == ["board", "attention"]
+    np.testing.assert_array_equal(axes[0].images[0].get_array(), rgb[2])
+    assert axes[1].images[0].get_clim() == (values.min(), values.max())  # the scale of the mapped panel
+    with pytest.raises(ValueError, match="every panel needs as many frames"):
+        animate({"board": rgb, "attention": values[:2]})
+    with pytest.raises(ValueError, match="a panel is"):
+        animate({"board": np.zeros((3, 4, 4, 5))})
+    with pytest.raises(ValueError, match="1 colour maps for 2 panels"):
+        animate({"board": rgb, "attention": values}, cmap=["magma"])

@@ -3,6 +3,8 @@
 Core modules, used by every chapter:
 
 - ``toylib.device``    device choice, CPU threads and seeding
+- ``toylib.draws``     named random streams of a seed, and draws that never repeat
+- ``toylib.grids``     the 8 symmetries of a grid (tic-tac-toe, Sokoban)
 - ``toylib.attention`` attention, multi-head attention, encoder/decoder blocks and stacks
 - ``toylib.train``     the one training loop, its options and history, snapshots, checkpoints
 - ``toylib.infer``     running a model on many inputs: batched, eval mode, no gradients

@@ -8,7 +8,7 @@ without ffmpeg. `save_gif` writes the same animation as a GIF for a README.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -59,54 +59,95 @@ def attention_grid(
     return fig
 
 
+def _panels(frames) -> tuple[list[np.ndarray], list[str] | None]:
+    """`animate`'s frames as panels, each (n_frames, h, w) or RGB (n_frames, h, w, 3 or 4),
+    and the titles a dict of panels gives them."""
+    if isinstance(frames, dict):
+        titles, panels = list(frames), [_as_numpy(p) for p in frames.values()]
+        if not panels:
+            raise ValueError("frames is an empty dict; give at least one panel")
+    else:
+        f = _as_numpy(frames)
+        if f.ndim == 3:
+            f = f[:, None]
+        if f.ndim != 4 or len(f) == 0:
+            raise ValueError(f"frames must be (n_frames, h, w) or (n_frames, panels, h, w), or a dict of "
+                             f"panels, got shape {f.shape}")
+        titles, panels = None, [f[:, i] for i in range(f.shape[1])]
+    for p in panels:
+        if not (p.ndim == 3 or p.ndim == 4 and p.shape[-1] in (3, 4)) or len(p) == 0:
+            raise ValueError(f"a panel is (n_frames, h, w), or RGB (n_frames, h, w, 3), got shape {p.shape}")
+    if len({len(p) for p in panels}) != 1:
+        raise ValueError(f"every panel needs as many frames; got {[len(p) for p in panels]}")
+    return panels, titles
+
+
 def animate(
     frames,
     *,
     panel_titles: Sequence[str] | None = None,
     frame_titles: Sequence[str] | None = None,
-    cmap: str = "viridis",
+    cmap: str | Sequence[str | None] = "viridis",
     vmin: float | None = None,
     vmax: float | None = None,
     size: float = 2.5,
     interval: int = 200,
     dpi: int = 70,
+    width_ratios: Sequence[float] | None = None,
+    decorate: Callable[[Figure, list], Callable[[int], object] | None] | None = None,
 ) -> animation.FuncAnimation:
-    """Animate any sequence of 2-D arrays: attention snapshots, Life generations, game states.
+    """Animate any sequence of 2-D arrays or RGB images: attention snapshots, Life
+    generations, game states, a rendered board beside its attention.
 
     frames: (n_frames, height, width), or (n_frames, n_panels, height, width) to play several
-        arrays side by side (a model's game beside the true game).
+        arrays side by side (a model's game beside the true game), or a dict of panels of
+        shapes of their own, titled by their keys, each (n_frames, h, w) or an RGB image
+        (n_frames, h, w, 3): a rendered board beside its attention.
     frame_titles: one title per frame, e.g. the training step or the generation.
-    The colour scale is fixed over the whole animation (vmin, vmax default to the data's
-    range), so that a change of colour is a change of value.
+    cmap: one colour map, or one per panel (RGB panels ignore theirs).
+    The colour scale is fixed over the whole animation (vmin, vmax default to the range of
+    the colour-mapped panels), so that a change of colour is a change of value.
+    width_ratios: the panels' widths (by default equal).
+    decorate: called once with the figure and its axes, for labels, ticks or marks of a
+        chapter's own; it may return a function of the frame number that moves those marks.
     """
-    f = _as_numpy(frames).astype(float)
-    if f.ndim == 3:
-        f = f[:, None]
-    if f.ndim != 4 or len(f) == 0:
-        raise ValueError(f"frames must be (n_frames, h, w) or (n_frames, panels, h, w), got shape {f.shape}")
-    n_frames, n_panels = f.shape[:2]
+    panels, keys = _panels(frames)
+    n_frames, n_panels = len(panels[0]), len(panels)
+    panel_titles = keys if panel_titles is None else panel_titles
     if panel_titles is not None and len(panel_titles) != n_panels:
         raise ValueError(f"{len(panel_titles)} panel titles for {n_panels} panels")
     if frame_titles is not None and len(frame_titles) != n_frames:
         raise ValueError(f"{len(frame_titles)} frame titles for {n_frames} frames")
-    vmin = float(f.min()) if vmin is None else vmin
-    vmax = float(f.max()) if vmax is None else vmax
-    fig, axes = plt.subplots(1, n_panels, figsize=(size * n_panels, size + 0.4), squeeze=False, dpi=dpi)
+    cmaps = [cmap] * n_panels if cmap is None or isinstance(cmap, str) else list(cmap)
+    if len(cmaps) != n_panels:
+        raise ValueError(f"{len(cmaps)} colour maps for {n_panels} panels")
+    ratios = [1.0] * n_panels if width_ratios is None else [float(r) for r in width_ratios]
+    if len(ratios) != n_panels or min(ratios) <= 0:
+        raise ValueError(f"width_ratios must be {n_panels} positive numbers, got {width_ratios}")
+    mapped = [p.astype(float) for p in panels if p.ndim == 3]
+    vmin = float(min(np.nanmin(p) for p in mapped)) if vmin is None and mapped else vmin
+    vmax = float(max(np.nanmax(p) for p in mapped)) if vmax is None and mapped else vmax
+    fig, axes = plt.subplots(1, n_panels, figsize=(size * sum(ratios), size + 0.4), squeeze=False, dpi=dpi,
+                             gridspec_kw={"width_ratios": ratios})
+    axes = list(axes[0])
     images = []
-    for i, ax in enumerate(axes[0]):
-        images.append(ax.imshow(f[0, i], cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest"))
+    for i, ax in enumerate(axes):
+        images.append(ax.imshow(panels[i][0], cmap=cmaps[i], vmin=vmin, vmax=vmax, interpolation="nearest"))
         ax.set_xticks([])
         ax.set_yticks([])
         if panel_titles is not None:
             ax.set_title(panel_titles[i], fontsize=9)
     suptitle = fig.suptitle(frame_titles[0] if frame_titles else "", fontsize=10)
+    move = decorate(fig, axes) if decorate is not None else None
     fig.tight_layout()
 
     def draw(k: int):
-        for i, im in enumerate(images):
-            im.set_data(f[k, i])
+        for im, panel in zip(images, panels):
+            im.set_data(panel[k])
         if frame_titles:
             suptitle.set_text(frame_titles[k])
+        if move is not None:
+            move(k)
         return images
 
     anim = animation.FuncAnimation(fig, draw, frames=n_frames, interval=interval, blit=False)

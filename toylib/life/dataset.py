@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from toylib.draws import stream
 from toylib.life.world import check_grids, life_step
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class LifeData:
     def batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """Endless training batches (grids, next states), each (batch_size, size, size); every
         call starts the same stream from `seed` again."""
-        rng = np.random.default_rng(self.seed)
+        rng = stream(self.seed)  # the training stream: the seed's own
         while True:
             x = random_grids(self.batch_size, self.grid_size, rng, self.density)
             self.seen.update(grid_hashes(x))
@@ -89,7 +90,7 @@ def for_config(config: LifeConfig) -> LifeData:
     """The data `config` trains on: training grids from `config.seed`'s stream, and
     `config.val_grids` validation grids from a stream of their own ([seed, 1]), never the
     training stream."""
-    val_x = random_grids(config.val_grids, config.grid_size, np.random.default_rng([config.seed, 1]))
+    val_x = random_grids(config.val_grids, config.grid_size, stream(config.seed, "val"))
     return LifeData(config.grid_size, config.batch_size, config.density, config.seed, val_x, life_step(val_x))
 
 

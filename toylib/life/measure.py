@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 from toylib import cli
+from toylib.draws import stream
 from toylib.life.dataset import LifeData, for_config, neighbourhood_grids, random_grids, unseen_grids
 from toylib.life.net import (
     ANY_SIZE,
@@ -45,7 +46,7 @@ def any_size_check(model, grids: int = 1000, size: int = 256, game_size: int = 1
     `grids` random (size, size) grids (densities 0.05 to 0.95) whose next state is exact,
     and whether one random (game_size, game_size) game run `game_steps` steps on the model's
     own outputs matches the rule at every step (1.0 or 0.0)."""
-    rng = np.random.default_rng([seed, 7])
+    rng = stream(seed, "any_size")
     right = 0
     for start in range(0, grids, 50):  # 50 grids at a time: a 256x256 batch of 8-number tokens is 100 MB
         x = random_grids(min(50, grids - start), size, rng)
@@ -123,7 +124,7 @@ def summarise(
     0.05 to 0.95) from `seed`'s own stream, leaving out every grid in `seen` (the hashes of
     the training grids: `data.seen` after `train`)."""
     size = model.config.grid_size
-    rng = np.random.default_rng([seed, 2])
+    rng = stream(seed, "test")
     x, dropped = unseen_grids(test_grids, size, rng, seen)
     starts, dropped_starts = unseen_grids(games, size, rng, seen)
     truth = life_run(starts, game_steps)  # (steps + 1, games, size, size)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from toylib.draws import budget, distinct, stream
 from toylib.maze.world import (CENTRE, DOWN, LEFT, MOVE_NAMES, RIGHT, START, START_MARK, STEP, TILE, UP, Sample,
                                _check_lengths, check_pixels, exits, grid_shape, random_maze)
 
@@ -57,22 +59,13 @@ def _fill(n: int, rng: np.random.Generator, seen: set[bytes], size, path_lengths
     solution of at least `min_moves` moves. Raises RuntimeError when too few turn up."""
     if n < 0:
         raise ValueError(f"the number of mazes must be >= 0, got {n}")
-    mazes, solutions, draws = [], [], 0
-    max_draws = 100 * n + 1_000
-    while len(mazes) < n:
-        if draws == max_draws:
-            raise RuntimeError(f"found only {len(mazes)} of {n} new mazes in {draws} draws: there are too few "
-                               f"distinct mazes of size {size} with p_arm={p_arm}, or min_moves={min_moves} is rare")
-        draws += 1
-        maze, solution = random_maze(rng, size, path_lengths, p_arm)
-        key = _key(maze)
-        if len(solution) - 2 < min_moves or key in seen:
-            continue
-        seen.add(key)
-        mazes.append(maze)
-        solutions.append(tuple(solution))
+    fresh = distinct(lambda: random_maze(rng, size, path_lengths, p_arm), key=lambda drawn: _key(drawn[0]),
+                     seen=seen, max_draws=budget(n), keep=lambda drawn: len(drawn[1]) - 2 >= min_moves,
+                     what=f"of {n} new mazes of size {size} with p_arm={p_arm} and min_moves={min_moves}")
+    mazes, solutions = zip(*itertools.islice(fresh, n)) if n else ((), ())
     shape = grid_shape(size)
-    return MazeSet(np.array(mazes, np.uint8).reshape(n, shape[0] * TILE, shape[1] * TILE), tuple(solutions))
+    return MazeSet(np.array(mazes, np.uint8).reshape(n, shape[0] * TILE, shape[1] * TILE),
+                   tuple(tuple(s) for s in solutions))
 
 
 def make_splits(
@@ -82,7 +75,7 @@ def make_splits(
     """Train, validation and test mazes from one seeded generator, with no maze twice in a split
     or in two splits. The test set is drawn first and the validation set next, so they stay the
     same when only `n_train` changes."""
-    rng, seen = np.random.default_rng(seed), set()
+    rng, seen = stream(seed), set()  # one generator draws the three splits in turn
     test = _fill(n_test, rng, seen, size, path_lengths, p_arm, min_moves=1)
     val = _fill(n_val, rng, seen, size, path_lengths, p_arm, min_moves=1)
     train = _fill(n_train, rng, seen, size, path_lengths, p_arm, min_moves=1)
@@ -108,7 +101,7 @@ def make_mazes(
     lo, hi = _check_lengths(path_lengths)
     if not 1 <= min_moves <= hi:
         raise ValueError(f"min_moves must be within 1..{hi} (the longest walk), got {min_moves}")
-    return _fill(n, np.random.default_rng(seed), set(exclude), size, path_lengths, p_arm, min_moves)
+    return _fill(n, stream(seed), set(exclude), size, path_lengths, p_arm, min_moves)
 
 
 # ----------------------------------------------------------------------------- the model reads the pixels

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from toylib.attention import DecoderBlock
+from toylib.draws import stream
 from toylib.infer import infer
 from toylib.maze.dataset import PAD, MazeSet, solution_tensor, start_tiles, walk_tiles
 from toylib.maze.net import MazeModel, _Run, solve_greedy
@@ -157,7 +158,7 @@ def maze_widget(model: MazeModel, maze=None, seed: int = 0):
 
     from toylib.widgets import BoardGrid
 
-    rng = np.random.default_rng(seed)
+    rng = stream(seed)
     layout = from_pixels(maze if maze is not None else random_maze(rng).maze)
     board = BoardGrid(edit_cells(layout), style=lambda v: _CELL_STYLE[v], cell_px=26)
     mode = w.ToggleButtons(options=["open or shut a passage", "move the start", "move the end"])

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from toylib.draws import stream
 from toylib.sequences.world import check_task, make_targets
 
 if TYPE_CHECKING:  # the config lives with the model, which imports this room
@@ -95,7 +96,7 @@ def held_out(cfg: SeqConfig, n: int = N_TEST, length: int | None = None, split: 
              seed: int = TEST_SEED) -> tuple[np.ndarray, np.ndarray]:
     """`n` sequences of `split` (by default the test split) and their targets, drawn from
     `seed` alone: the same for every model of a task, whatever its own seed."""
-    return draw_sequences(cfg, n, np.random.default_rng([seed, 2]), split, length)
+    return draw_sequences(cfg, n, stream(seed, "test"), split, length)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # arrays: no == between two SeqData
@@ -113,7 +114,7 @@ class SeqData:
         """Endless training batches (inputs, targets) of `config.batch` sequences, each batch
         of one length; the same stream, from the config's seed, on every call."""
         c = self.config
-        rng = np.random.default_rng([c.seed, 0])  # the training stream
+        rng = stream(c.seed, "train")
         while True:
             # one length: no draw, so that the stream of batches is the same as ever
             n = self.lengths[rng.integers(len(self.lengths))] if len(self.lengths) > 1 else self.lengths[0]
@@ -127,7 +128,7 @@ def for_config(cfg: SeqConfig, lengths: Iterable[int] | None = None) -> SeqData:
     lengths = (cfg.length,) if lengths is None else tuple(lengths)
     if not lengths or min(lengths) < 1:
         raise ValueError(f"lengths must be lengths >= 1, got {lengths}")
-    val_rng = np.random.default_rng([cfg.seed, 1])
+    val_rng = stream(cfg.seed, "val")
     per_length = max(1, cfg.val_size // len(lengths))
     val = tuple(draw_sequences(cfg, per_length, val_rng, "val", n) for n in lengths)
     return SeqData(cfg, lengths, val, held_out(cfg))

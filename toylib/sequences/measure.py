@@ -17,6 +17,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from toylib import cli
+from toylib.draws import stream
 from toylib.infer import infer
 from toylib.sequences.dataset import N_TEST, TEST_SEED, SeqData, for_config, held_out
 from toylib.sequences.net import QUERIES, SeqConfig, SeqTransformer, at_stop_rule, train
@@ -117,20 +118,23 @@ def train_numpy(
     callback: NumpyCallback | None = None,
     progress: bool = True,
 ) -> tuple[NumpyTransformer, History]:
-    """Train a NumpyTransformer with Adam on the fresh batches of `data` (by default
-    `for_config(config)`): the NumPy twin of `net.train`, with the same data, validation
-    and stopping rule, and a toylib.train.History of the same records. NumPy computes on
-    the CPU whatever `device` says."""
+    """Train a NumpyTransformer with Adam on the fresh batches of `data`
+    (by default `for_config(config)`): the NumPy twin of `net.train`, with
+    the same data, validation and stopping rule, and a History of the same
+    records. NumPy computes on the CPU whatever `device` says."""
     if config.optimizer != "adamw":
         raise ValueError("train_numpy uses Adam; set optimizer='adamw'")
     data = for_config(config) if data is None else data
     if data.config != config:
-        raise ValueError(f"the data was built for another config: {data.config}, not {config}")
-    model = NumpyTransformer(config, np.random.default_rng([config.seed, 3]))
+        raise ValueError(f"the data was built for another config: "
+                         f"{data.config}, not {config}")
+    rng = stream(config.seed, "init")
+    model = NumpyTransformer(config, rng)
     at_target = stop_when(lambda r: at_stop_rule(config, r), callback)
     batches = data.batches()
     history, running, n_running, seconds = History(), 0.0, 0, 0.0
-    bar = tqdm(total=config.steps, disable=not progress, mininterval=0.5, leave=True)
+    bar = tqdm(total=config.steps, disable=not progress, mininterval=0.5,
+               leave=True)
     for step in range(1, config.steps + 1):
         x, y = next(batches)
         t0 = time.perf_counter()
@@ -142,7 +146,8 @@ def train_numpy(
         bar.update(1)
         if step % config.eval_every and step != config.steps:
             continue
-        record = {"step": step, "seconds": seconds, "lr": config.lr, "loss": running / n_running,
+        record = {"step": step, "seconds": seconds, "lr": config.lr,
+                  "loss": running / n_running,
                   **_validate_numpy(model, data.val)}
         history.records.append(record)
         history.seconds, history.steps = seconds, step

@@ -13,16 +13,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from toylib.draws import budget, distinct, stream
+from toylib.grids import N_SYMMETRIES, square_map, turn
 from toylib.sokoban.world import (
     ACTION_NAMES,
     MOVES,
-    N_SYMMETRIES,
     SIZE,
     UNDO,
     Board,
     Play,
-    _square_map,
-    _turn,
     canonical_key,
     encode,
     move_map,
@@ -198,12 +197,12 @@ def augment(data: SokobanSet) -> SokobanSet:
         raise ValueError("these entries are already augmented")
     parts = []
     for s in range(N_SYMMETRIES):
-        where = np.array(_square_map(data.walls.shape[1:], s)[0] + (-1,))  # where[-1] == -1 keeps padding
+        where = np.array(square_map(data.walls.shape[1:], s)[0] + (-1,))  # where[-1] == -1 keeps padding
         moves = np.array(move_map(s) + (-1,))  # moves[-1] == -1 keeps "no action"
         optimal = np.empty_like(data.optimal)
         optimal[..., list(move_map(s))] = data.optimal
         parts.append(dataclasses.replace(
-            data, walls=_turn(data.walls, s), goal=where[data.goal].astype(np.int16),
+            data, walls=turn(data.walls, s), goal=where[data.goal].astype(np.int16),
             box=where[data.box].astype(np.int16), player=where[data.player].astype(np.int16),
             actions=moves[data.actions].astype(np.int8), optimal=optimal, symmetry=np.full(len(data), s)))
     return SokobanSet(**{f.name: np.concatenate([getattr(p, f.name) for p in parts])
@@ -218,24 +217,22 @@ def draw_boards(n_solvable: int, n_unsolvable: int, rng: np.random.Generator, se
     skipped, and those kept join `seen`: no board twice, nor a rotated or mirrored twin."""
     if n_solvable < 0 or n_unsolvable < 0:
         raise ValueError(f"the numbers of boards must be >= 0, got {n_solvable} and {n_unsolvable}")
-    seen = set() if seen is None else seen
-    want, kept, draws = [n_unsolvable, n_solvable], [], 0
-    while want[0] or want[1]:
-        draws += 1
-        if draws > 100 * (n_solvable + n_unsolvable) + 1_000:
-            raise RuntimeError(f"still {want[1]} solvable and {want[0]} unsolvable boards short after {draws} draws: "
-                               f"the generator settings {generator} rarely make the boards asked for")
+    want = [n_unsolvable, n_solvable]  # still wanted: [unsolvable, solvable]
+
+    def draw() -> tuple[Board, dict, bool]:
         board = random_board(rng, **generator)
         # Nine dead boards in ten show it at once: their box could not reach the goal even if the
         # player could always get behind it. Backward BFS answers for the rest, exhaustively.
         table = moves_to_goal(board) if push_distance(board) < math.inf else {}
-        solvable = (board.box, board.player) in table
-        if not want[solvable]:
-            continue
-        key = canonical_key(board)
-        if key in seen:
-            continue
-        seen.add(key)
+        return board, table, (board.box, board.player) in table
+
+    fresh = distinct(draw, key=lambda drawn: canonical_key(drawn[0]), seen=set() if seen is None else seen,
+                     max_draws=budget(n_solvable + n_unsolvable), keep=lambda drawn: want[drawn[2]] > 0,
+                     what=f"of {n_solvable} solvable and {n_unsolvable} unsolvable new boards "
+                          f"(generator settings {generator})")
+    kept = []
+    while want[0] or want[1]:
+        board, table, solvable = next(fresh)
         want[solvable] -= 1
         kept.append((board, table if solvable else None))
     return kept
@@ -255,7 +252,7 @@ def for_config(config: SokobanConfig, n_val: int = N_VAL) -> dict[str, SokobanSe
     training. No board, nor a rotated or mirrored twin of one, is in two of them. The
     held-out boards are drawn first, then the validation boards, so they stay the same when
     only the training sizes change."""
-    rng, seen = np.random.default_rng(config.data_seed), set()
+    rng, seen = stream(config.data_seed), set()  # one generator draws the three sets in turn
     held_out = draw_boards((config.n_held_out + 1) // 2, config.n_held_out // 2, rng, seen)
     val = draw_boards((n_val + 1) // 2, n_val // 2, rng, seen)
     train = draw_boards(config.n_solvable, config.n_unsolvable, rng, seen)

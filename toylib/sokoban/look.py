@@ -14,7 +14,9 @@ from matplotlib import animation
 from matplotlib.axes import Axes
 
 from toylib.decode import greedy_decode
+from toylib.draws import stream
 from toylib.infer import evaluating
+from toylib.plot import animate
 from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, _replay, nsteps_class
 from toylib.sokoban.measure import START, Walks
 from toylib.sokoban.net import SokobanPolicy
@@ -160,37 +162,26 @@ def animate_solve(frames: SolveFrames, size: float = 2.4, dpi: int = 70,
                   interval: int = 600) -> animation.FuncAnimation:
     """The board beside its attention, one frame per step: heads down, keys across (the goal,
     then boards 0, 1, ...), the keys the board cannot see yet left blank and its own key
-    outlined. Show it with `toylib.plot.show_animation`. (`toylib.plot.animate` draws 2-D
-    arrays with one colour map; a board is an RGB image, hence this helper.)"""
-    import matplotlib.pyplot as plt
+    outlined. Show it with `toylib.plot.show_animation`."""
     from matplotlib.patches import Rectangle
 
     t, heads, width = frames.attention.shape
     shown = np.where(np.arange(width) <= np.arange(t)[:, None, None] + 1, frames.attention, np.nan)
-    fig, (ax_board, ax_att) = plt.subplots(1, 2, figsize=(size * 2.8, size + 0.5), dpi=dpi,
-                                           gridspec_kw={"width_ratios": [1, 1.8]})
-    board = ax_board.imshow(frames.images[0], interpolation="nearest")
-    ax_board.set_axis_off()
-    att = ax_att.imshow(shown[0], cmap="magma", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-    every = max(1, width // 8)
-    ticks = [0, *range(1 + every, width, every)]  # board 0 (key 1) unlabelled: "goal" needs the room
-    ax_att.set_xticks(ticks, ["goal" if k == 0 else str(k - 1) for k in ticks], fontsize=7)
-    ax_att.set_yticks(range(heads), [f"head {h}" for h in range(heads)], fontsize=7)
-    ax_att.set_xlabel("key: the goal, then board 0, 1, ...", fontsize=7)
-    own = ax_att.add_patch(Rectangle((0.5, -0.5), 1, heads, fill=False, ec="#17becf", lw=1.5))
-    title = fig.suptitle(frames.titles[0], fontsize=9)
-    fig.tight_layout()
 
-    def draw(k: int):
-        board.set_data(frames.images[k])
-        att.set_data(shown[k])
-        own.set_x(k + 0.5)  # board k is key k + 1
-        title.set_text(frames.titles[k])
-        return board, att, own
+    def decorate(fig, axes):
+        att = axes[1]
+        att.set_aspect("auto")
+        every = max(1, width // 8)
+        ticks = [0, *range(1 + every, width, every)]  # board 0 (key 1) unlabelled: "goal" needs the room
+        att.set_xticks(ticks, ["goal" if k == 0 else str(k - 1) for k in ticks], fontsize=7)
+        att.set_yticks(range(heads), [f"head {h}" for h in range(heads)], fontsize=7)
+        att.set_xlabel("key: the goal, then board 0, 1, ...", fontsize=7)
+        own = att.add_patch(Rectangle((0.5, -0.5), 1, heads, fill=False, ec="#17becf", lw=1.5))
+        return lambda k: own.set_x(k + 0.5)  # board k is key k + 1
 
-    anim = animation.FuncAnimation(fig, draw, frames=t, interval=interval, blit=False)
-    plt.close(fig)  # the animation keeps the figure; a stray static copy would show otherwise
-    return anim
+    return animate({"the board": frames.images, "the policy's attention": shown},
+                   frame_titles=frames.titles, cmap=[None, "magma"], vmin=0, vmax=1, size=size,
+                   dpi=dpi, interval=interval, width_ratios=(1, 1.8), decorate=decorate)
 
 
 class NstepsAlong(NamedTuple):
@@ -308,7 +299,7 @@ def sokoban_widget(model: SokobanPolicy, board: Board | str | None = None, seed:
 
     from toylib.widgets import BoardGrid
 
-    rng = np.random.default_rng(seed)
+    rng = stream(seed)
     level = _random_level(rng) if board is None else _as_board(board)
     grid = BoardGrid(_cells(level), style=_cell_style, cell_px=30)
     buttons = {a: w.Button(description=ACTION_NAMES[a], layout=w.Layout(width="70px")) for a in (*MOVES, UNDO)}

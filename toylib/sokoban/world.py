@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from toylib.grids import N_SYMMETRIES, check_symmetry, square_map, turn
 from toylib.search import astar, bfs, distances
 
 # ----------------------------------------------------------------------------- the board
@@ -377,34 +378,15 @@ def solve_astar(board: Board) -> list[int] | None:
 
 
 # ----------------------------------------------------------------------------- symmetries
-
-N_SYMMETRIES = 8  # 4 quarter turns, each with and without a transpose
-
-
-def _turn(grid: np.ndarray, s: int) -> np.ndarray:
-    """Symmetry s of a grid, or of a stack of grids on its last two axes: transposed when s >= 4,
-    then turned a quarter counter-clockwise s % 4 times."""
-    if s >= 4:
-        grid = np.swapaxes(grid, -1, -2)
-    return np.rot90(grid, s % 4, axes=(-2, -1))
-
-
-@functools.lru_cache(maxsize=None)
-def _square_map(shape: tuple[int, int], s: int) -> tuple[tuple[int, ...], tuple[int, int]]:
-    """(where symmetry s takes each square of a board of `shape`, the shape it becomes)."""
-    came_from = _turn(np.arange(shape[0] * shape[1]).reshape(shape), s)  # [r, c]: the square that lands on (r, c)
-    where = np.empty(came_from.size, int)
-    where[came_from.ravel()] = np.arange(came_from.size)
-    return tuple(int(x) for x in where), came_from.shape
+# The 8 symmetries of a grid are the core's (toylib.grids); here is what they do to moves.
 
 
 @functools.lru_cache(maxsize=None)
 def move_map(s: int) -> tuple[int, ...]:
     """For each action, the action it becomes under symmetry s (UNDO stays UNDO). Worked out by
     sending the centre of a 3x3 grid and its neighbours through the symmetry."""
-    if not isinstance(s, (int, np.integer)) or not 0 <= s < N_SYMMETRIES:
-        raise ValueError(f"a symmetry is 0..{N_SYMMETRIES - 1}, got {s!r}")
-    where, _ = _square_map((3, 3), s)
+    check_symmetry(s)
+    where, _ = square_map((3, 3), s)
     by_offset = {3 * dr + dc: m for m, (dr, dc) in zip(MOVES, STEP)}
     return tuple(by_offset[where[4 + 3 * dr + dc] - where[4]] for dr, dc in STEP) + (UNDO,)
 
@@ -412,8 +394,8 @@ def move_map(s: int) -> tuple[int, ...]:
 def symmetric(board: Board, s: int) -> Board:
     """Symmetry s (0..7; 0 is the board itself) of a board: apply `move_map(s)` to its moves."""
     move_map(s)  # checks s
-    where, shape = _square_map(board.shape, s)
-    walls = _turn(board.grid, s).astype(np.uint8).tobytes()
+    where, shape = square_map(board.shape, s)
+    walls = turn(board.grid, s).astype(np.uint8).tobytes()
     return Board(walls, where[board.goal], where[board.box], where[board.player], shape)
 
 

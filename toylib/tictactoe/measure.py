@@ -9,11 +9,11 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable
 
-import numpy as np
 import torch
 
 from toylib import cli
 from toylib.attention import count_parameters
+from toylib.draws import stream
 from toylib.targets import Target, format_table, pct, time_target
 from toylib.tictactoe import dataset, net
 from toylib.tictactoe.dataset import Dataset
@@ -62,7 +62,7 @@ def play_exhaustively(policy: dict[Board, int], side: int, opponent: str = "any"
 
 def play_random(policy: dict[Board, int], side: int, games: int, seed: int = 0) -> Counter:
     """`games` games against a player who picks uniformly among legal moves."""
-    rng = np.random.default_rng(seed)
+    rng = stream(seed)
     results: Counter = Counter()
     for _ in range(games):
         state = TicTacToe()

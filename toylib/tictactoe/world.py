@@ -11,6 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from toylib.draws import stream
+from toylib.grids import N_SYMMETRIES, cell_order
+
 EMPTY, X, O = 0, 1, 2
 SYMBOLS = ".XO"  # how each symbol prints
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
@@ -190,17 +193,8 @@ def open_positions() -> list[Board]:
     return [b for b in all_positions() if not TicTacToe(b).is_terminal()]
 
 
-def _symmetries() -> tuple[tuple[int, ...], ...]:
-    """The 8 symmetries of the square as permutations of cells: board' [i] = board[perm[i]]."""
-    grid = np.arange(9).reshape(3, 3)
-    perms = []
-    for k in range(4):
-        r = np.rot90(grid, k)
-        perms += [tuple(r.ravel()), tuple(np.fliplr(r).ravel())]
-    return tuple(tuple(int(i) for i in p) for p in perms)
-
-
-SYMMETRIES = _symmetries()
+# The square's 8 symmetries (toylib.grids) as reorderings of the 9 cells.
+SYMMETRIES = tuple(cell_order((3, 3), s) for s in range(N_SYMMETRIES))
 
 
 def permute(board: Sequence[int], perm: Sequence[int]) -> Board:
@@ -225,7 +219,7 @@ def split_by_symmetry(
     for b in boards:
         classes.setdefault(canonical(b), []).append(b)
     keys = sorted(classes)
-    order = np.random.default_rng(seed).permutation(len(keys))
+    order = stream(seed).permutation(len(keys))
     parts: dict[str, list[Board]] = {"train": [], "val": [], "test": []}
     # the first classes go to test, then val, the rest to train, so small parts get their share exactly
     quota = {"test": fractions[2] * len(boards), "val": fractions[1] * len(boards)}
