@@ -2,10 +2,14 @@
 
 The flow is the same everywhere: train a model from the chapter's config (or `--load` a saved
 one), measure it against the chapter's targets, print the summary table, and `--save` it.
-A chapter's `main` only says which config fields become options and how to train and measure:
+A chapter only says which config fields become options, and hands over its contract:
 
-    CHAPTER = cli.Chapter("life", "...", LifeConfig, build_model, _train, _measure)
+    CHAPTER = cli.Chapter("life", "...", LifeConfig, build_model, for_config, train, measure,
+                          options=(cli.Option("--steps", "steps", "most training steps"),),
+                          presets={"any_size": ANY_SIZE})
     main = cli.entry_point(CHAPTER)
+
+Every chapter also takes `--set field=value ...` for any config field, and `--preset NAME`.
 
 in the chapter's `measure` room (`toylib/<chapter>/measure.py`); `__main__.py` calls `main`.
 """

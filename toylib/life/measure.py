@@ -16,6 +16,7 @@ from toylib.life.net import (
     POSITIONS,
     POST,
     LifeConfig,
+    LifeNet,
     OffsetAttentionNet,
     SingleAttentionNet,
     _size,
@@ -148,7 +149,7 @@ def summarise(
 # ----------------------------------------------------------------------------- what the command line and the benchmark run
 
 
-def measure(model: SingleAttentionNet | OffsetAttentionNet, config: LifeConfig, data: LifeData, train_seconds: float,
+def measure(model: LifeNet, config: LifeConfig, data: LifeData, train_seconds: float,
             details: bool = True) -> list[Target]:
     """The chapter's targets for a model trained on `data`: the summary on grids it never
     trained on, and for a model that takes any size, the grids of other sizes. With details,

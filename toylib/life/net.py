@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -18,7 +17,7 @@ from toylib.device import flush_denormals, pick_device, seed_everything
 from toylib.infer import evaluating, infer, model_device
 from toylib.life.dataset import LifeData, for_config
 from toylib.life.world import NEIGHBOUR_OFFSETS, check_grids
-from toylib.train import History, TrainOptions, fit, stop_when
+from toylib.train import Callback, History, TrainOptions, fit, stop_when
 
 
 # ----------------------------------------------------------------------------- the model
@@ -223,7 +222,10 @@ POST_CHANGES = dict(positions="cells", mask_self=False, learn_scale=False, scale
 POST = LifeConfig(**POST_CHANGES)  # the post's config (trained by our loop, on our grids)
 
 
-def build_model(config: LifeConfig) -> SingleAttentionNet | OffsetAttentionNet:
+LifeNet = SingleAttentionNet | OffsetAttentionNet  # what build_model makes of a LifeConfig
+
+
+def build_model(config: LifeConfig) -> LifeNet:
     """The model a config describes: OffsetAttentionNet for mixer="offset"."""
     return (OffsetAttentionNet if config.mixer == "offset" else SingleAttentionNet)(config)
 
@@ -310,13 +312,8 @@ def life_loss(model: SingleAttentionNet, batch: tuple[torch.Tensor, torch.Tensor
     return loss, {"cell_acc": ((logits > 0) == targets.bool()).float().mean().item()}
 
 
-def train(
-    config: LifeConfig,
-    data: LifeData | None = None,
-    device: torch.device | str | None = None,
-    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
-    progress: bool = True,
-) -> tuple[SingleAttentionNet | OffsetAttentionNet, History]:
+def train(config: LifeConfig, data: LifeData | None = None, device: torch.device | str | None = None,
+          callback: Callback | None = None, progress: bool = True) -> tuple[LifeNet, History]:
     """Build a model from `config` and train it on `data` (by default `for_config(config)`):
     fresh random grids every batch, whose hashes `data.seen` collects, so that the test grids
     can leave out every grid training saw.

@@ -21,7 +21,7 @@ from toylib.infer import infer, model_device
 from toylib.maze.dataset import (N_MOVES, PAD, MazeSet, connections, for_config, invalid_last_move, solution_tensor,
                                  start_tiles, tile_grid, tile_view, walk_tiles)
 from toylib.maze.world import DIRECTIONS, START, STEP, STOP, TILE, check_pixels, check_solution
-from toylib.train import History, TrainOptions, fit, minibatches, stop_when
+from toylib.train import Callback, History, TrainOptions, fit, minibatches, stop_when
 
 
 # ----------------------------------------------------------------------------- config
@@ -312,13 +312,8 @@ def score(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch
 # ----------------------------------------------------------------------------- training
 
 
-def train(
-    config: MazeConfig,
-    data: dict[str, MazeSet] | None = None,
-    device: torch.device | str | None = None,
-    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
-    progress: bool = True,
-) -> tuple[MazeModel, History]:
+def train(config: MazeConfig, data: dict[str, MazeSet] | None = None, device: torch.device | str | None = None,
+          callback: Callback | None = None, progress: bool = True) -> tuple[MazeModel, History]:
     """Build a model from `config` and train it on `data["train"]` (default: the config's
     splits, `for_config(config)`), validating on `data["val"]` every
     `eval_every` steps by solving every validation maze greedily. Training stops once

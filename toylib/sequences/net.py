@@ -11,7 +11,6 @@ the copy program. Keys and values read [content | position] either way.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -23,7 +22,7 @@ from toylib.device import pick_device, seed_everything
 from toylib.infer import model_device
 from toylib.sequences.dataset import SeqData, for_config
 from toylib.sequences.world import check_task, source_positions
-from toylib.train import History, TrainOptions, fit, stop_when
+from toylib.train import Callback, History, TrainOptions, fit, stop_when
 
 OPTIMIZERS = ("adamw", "sgd")
 QUERIES = ("position", "input")
@@ -242,13 +241,9 @@ def sequence_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
     return F.cross_entropy(logits.flatten(0, 1), y.flatten())
 
 
-def train(
-    config: SeqConfig = SeqConfig(),
-    data: SeqData | None = None,
-    device: torch.device | str | None = None,
-    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
-    progress: bool = True,
-) -> tuple[SeqTransformer, History]:
+def train(config: SeqConfig = SeqConfig(), data: SeqData | None = None,
+          device: torch.device | str | None = None, callback: Callback | None = None,
+          progress: bool = True) -> tuple[SeqTransformer, History]:
     """Build a SeqTransformer from `config` and train it with toylib.train.fit on the fresh
     batches of `data` (by default `for_config(config)`: length `config.length`;
     `for_config(config, lengths)`: mixed lengths, the position encoding computed for

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -19,7 +19,7 @@ from toylib.device import pick_device, seed_everything
 from toylib.infer import evaluating, model_device
 from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, SokobanSet, for_config
 from toylib.sokoban.world import ACTION_NAMES, CHANNELS
-from toylib.train import History, TrainOptions, fit, side_by_side
+from toylib.train import Callback, History, TrainOptions, fit, side_by_side
 
 # ----------------------------------------------------------------------------- the policy
 
@@ -230,13 +230,9 @@ def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) ->
     return Accuracies(**{k: sums[k] / counts[k] for k in sums}, loss=loss)
 
 
-def train(
-    config: SokobanConfig,
-    data: dict[str, SokobanSet] | None = None,
-    device: torch.device | str | None = None,
-    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
-    progress: bool = True,
-) -> tuple[SokobanPolicy, History]:
+def train(config: SokobanConfig, data: dict[str, SokobanSet] | None = None,
+          device: torch.device | str | None = None, callback: Callback | None = None,
+          progress: bool = True) -> tuple[SokobanPolicy, History]:
     """Build a policy from `config` and train it on `data["train"]` (default:
     `dataset.for_config(config)`), validating on `data["val"]` every `eval_every` steps (the
     held-out boards are never looked at). Out of steps, the best validated weights are

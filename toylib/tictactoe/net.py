@@ -5,7 +5,6 @@ relations, `TicTacToeNet`, the loss, the moves and scores that training watches,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +15,7 @@ from toylib.device import pick_device, seed_everything
 from toylib.infer import infer, model_device
 from toylib.tictactoe.dataset import Dataset, Positions, for_config
 from toylib.tictactoe.world import EMPTY, LINES, O, X, to_move
-from toylib.train import History, TrainOptions, fit, minibatches, stop_when
+from toylib.train import Callback, History, TrainOptions, fit, minibatches, stop_when
 
 
 # ----------------------------------------------------------------------------- the model
@@ -290,13 +289,8 @@ def score(model: TicTacToeNet, pos: Positions) -> Scores:
     )
 
 
-def train(
-    config: TicTacToeConfig,
-    data: Dataset | None = None,
-    device: torch.device | str | None = None,
-    callback: Callable[[int, nn.Module, History], bool | None] | None = None,
-    progress: bool = True,
-) -> tuple[TicTacToeNet, History]:
+def train(config: TicTacToeConfig, data: Dataset | None = None, device: torch.device | str | None = None,
+          callback: Callback | None = None, progress: bool = True) -> tuple[TicTacToeNet, History]:
     """Train on the training split (with `train_on_val`, on the validation split too), one
     evaluation per epoch. Without `data`, the data is `for_config(config)`.
 
