@@ -265,6 +265,7 @@ def test_animate_plays_rgb_panels_beside_colour_mapped_ones_and_moves_a_chapter_
     assert [ax.get_title() for ax in axes] == ["board", "attention"]
     np.testing.assert_array_equal(axes[0].images[0].get_array(), rgb[2])
     assert axes[1].images[0].get_clim() == (values.min(), values.max())  # the scale of the mapped panel
+    assert anim.to_jshtml().count("data:image/png;base64") == 3  # every frame drawn
     with pytest.raises(ValueError, match="every panel needs as many frames"):
         animate({"board": rgb, "attention": values[:2]})
     with pytest.raises(ValueError, match="a panel is"):
