@@ -38,10 +38,9 @@ def distinct(
 ) -> Iterator[T]:
     """Items from `draw()` whose `key` is not yet in `seen`, which gains each key given out;
     items that `keep` refuses are passed over (their keys stay free). Take as many as needed:
-    the draws stop when the caller does. After `max_draws` draws a RuntimeError says that
-    there are too few distinct `what` (a budget, so that an impossible request fails instead
-    of running for ever): "found only 6 {what} in ... draws", so `what` reads best as
-    "of 7 new mazes (...)"."""
+    the draws stop when the caller does. After `max_draws` draws (a budget, so that an
+    impossible request fails instead of running for ever) a RuntimeError reads "found only
+    {given} {what} in {max_draws} draws": `what` reads best as "of 7 new mazes ..."."""
     if max_draws < 0:
         raise ValueError(f"max_draws must be >= 0, got {max_draws}")
     given = 0

@@ -17,6 +17,7 @@ N_SYMMETRIES = 8
 
 
 def check_symmetry(s) -> int:
+    """`s` as an int, or a ValueError when it names none of the 8 symmetries."""
     if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s < N_SYMMETRIES:
         raise ValueError(f"a symmetry is an int 0..{N_SYMMETRIES - 1}, got {s!r}")
     return int(s)
