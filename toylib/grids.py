@@ -34,14 +34,19 @@ def turn(grid: np.ndarray, s: int) -> np.ndarray:
     return np.rot90(grid, s % 4, axes=(-2, -1))
 
 
+def _came_from(shape: tuple[int, int], s: int) -> np.ndarray:
+    """[r, c] of the image under symmetry s: the square of a grid of `shape` that lands there."""
+    rows, cols = (int(n) for n in shape)
+    if rows < 1 or cols < 1:
+        raise ValueError(f"a grid's shape is (rows, cols), both >= 1, got {shape}")
+    return turn(np.arange(rows * cols).reshape(rows, cols), s)
+
+
 @functools.lru_cache(maxsize=None)
 def square_map(shape: tuple[int, int], s: int) -> tuple[tuple[int, ...], tuple[int, int]]:
     """(where symmetry s takes each square of a grid of `shape`, the shape it becomes):
     square i of the grid is square `where[i]` of its image."""
-    rows, cols = (int(n) for n in shape)
-    if rows < 1 or cols < 1:
-        raise ValueError(f"a grid's shape is (rows, cols), both >= 1, got {shape}")
-    came_from = turn(np.arange(rows * cols).reshape(rows, cols), s)  # [r, c]: the square that lands on (r, c)
+    came_from = _came_from(shape, s)
     where = np.empty(came_from.size, int)
     where[came_from.ravel()] = np.arange(came_from.size)
     return tuple(int(x) for x in where), came_from.shape
@@ -51,8 +56,4 @@ def square_map(shape: tuple[int, int], s: int) -> tuple[tuple[int, ...], tuple[i
 def cell_order(shape: tuple[int, int], s: int) -> tuple[int, ...]:
     """Symmetry s as a reordering of squares: square i of the image is square `order[i]` of
     the grid, so `[cells[j] for j in order]` is the image of a flat board `cells`."""
-    where, _ = square_map(shape, s)
-    order = [0] * len(where)
-    for i, w in enumerate(where):
-        order[w] = i
-    return tuple(order)
+    return tuple(int(i) for i in _came_from(shape, s).ravel())

@@ -88,8 +88,8 @@ class LifeData:
 
 def for_config(config: LifeConfig) -> LifeData:
     """The data `config` trains on: training grids from `config.seed`'s stream, and
-    `config.val_grids` validation grids from a stream of their own ([seed, 1]), never the
-    training stream."""
+    `config.val_grids` validation grids from a stream of their own (`stream(seed, "val")`),
+    never the training stream."""
     val_x = random_grids(config.val_grids, config.grid_size, stream(config.seed, "val"))
     return LifeData(config.grid_size, config.batch_size, config.density, config.seed, val_x, life_step(val_x))
 
