@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from toylib.decode import beam_search, greedy_decode
+from toylib.decode import TokenWalk, beam_search, beam_search_batch, greedy_decode
 
 # A bigram "model": the next token's probabilities depend on the last token only. Greedy
 # decoding takes A (0.6), whose continuations are all poor (0.3 each); beam search finds B
@@ -184,3 +184,82 @@ def test_beam_search_keeps_one_finished_beam_per_key():
 def test_bad_input_is_refused_with_a_clear_message(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# ----------------------------------------------------------------------------- many searches at once
+
+# A world of many starts with ties everywhere: the next token's logits are small integers
+# drawn from a hash of the start, the step and the last two tokens; some tokens are illegal;
+# a row is done by another hash; and states (for merging) are the tokens' sum modulo 7, so
+# that many sequences reach the same one.
+VOCAB = 5
+
+
+def _mix(tokens: torch.Tensor, origin: torch.Tensor) -> torch.Tensor:
+    last2 = tokens[:, -2] if tokens.shape[1] > 1 else torch.zeros_like(origin)
+    return origin * 31 + tokens[:, -1] * 17 + last2 * 7 + tokens.shape[1] * 3  # (n,)
+
+
+def world_logits(tokens, origin):
+    h = _mix(tokens, origin)[:, None] * 13 + torch.arange(VOCAB) * 11  # (n, vocab)
+    return (h % 3).float()  # 0, 1 or 2: ties within a row, and between beams
+
+
+def world_legal(tokens, origin):
+    h = _mix(tokens, origin)[:, None] + torch.arange(VOCAB) * 5
+    return h % 3 != 0
+
+
+def world_done(tokens, origin):
+    return (_mix(tokens, origin) * 7 + tokens.sum(1)) % 23 == 0
+
+
+def world_key(tokens, origin):
+    return tokens[:, 1:].sum(1) % 7 + 10 * (tokens.shape[1] % 2)
+
+
+def _for_one(hook, s):
+    return lambda tokens: hook(tokens, torch.full((len(tokens),), s))
+
+
+@pytest.mark.parametrize("width", [1, 3, 8])
+@pytest.mark.parametrize("merge", [False, True])
+@pytest.mark.parametrize("first", [False, True])
+@pytest.mark.parametrize("stop", [None, 0])
+def test_batched_search_finds_the_same_beams_as_searching_each_start_alone(width, merge, first, stop):
+    starts = torch.stack([torch.arange(60) % VOCAB, torch.arange(60) // VOCAB % VOCAB], 1)  # (60, 2)
+    walk = TokenWalk(starts, world_logits, world_legal, world_done, world_key if merge else None)
+    together = beam_search_batch(walk, starts, width=width, max_len=9, stop=stop, merge=merge, first=first)
+    assert len(together) == len(starts)
+    kinds = set()
+    for s, found in enumerate(together):
+        alone = beam_search(_for_one(world_logits, s), starts[s], width=width, max_len=9, stop=stop,
+                            legal=_for_one(world_legal, s), done=_for_one(world_done, s),
+                            key=(lambda t, s=s: int(world_key(t[None], torch.tensor([s])))) if merge else None,
+                            first=first)
+        assert [b.tokens.tolist() for b in found] == [b.tokens.tolist() for b in alone]
+        assert [b.logp for b in found] == [b.logp for b in alone]
+        assert [b.finished for b in found] == [b.finished for b in alone]
+        kinds.add((alone[0].finished, len(alone[0].tokens)))
+    assert len(kinds) >= 2  # the starts end in more than one way: finished, cut off or stranded, at several lengths
+
+
+def test_batched_search_refuses_bad_walks_and_bad_starts():
+    starts = torch.zeros(3, 1, dtype=torch.long)
+
+    def walk(**hooks):
+        return TokenWalk(starts, **{"next_logp": world_logits, **hooks})
+
+    with pytest.raises(ValueError, match="width"):
+        beam_search_batch(walk(), starts, width=0, max_len=4)
+    with pytest.raises(ValueError, match="start"):
+        beam_search_batch(walk(), torch.zeros(3), width=2, max_len=4)
+    with pytest.raises(ValueError, match="next_logp"):
+        beam_search_batch(walk(next_logp=lambda t, o: torch.zeros(len(t) + 1, VOCAB)), starts, width=2, max_len=4)
+    with pytest.raises(ValueError, match="legal"):
+        beam_search_batch(walk(legal=lambda t, o: torch.ones(len(t), VOCAB)), starts, width=2, max_len=4)
+    with pytest.raises(ValueError, match="keys"):
+        beam_search_batch(walk(key=lambda t, o: -torch.ones(len(t), dtype=torch.long)), starts, width=2, max_len=4,
+                          merge=True)
+    with pytest.raises(ValueError, match="keys"):
+        beam_search_batch(walk(key=lambda t, o: torch.ones(len(t))), starts, width=2, max_len=4, merge=True)

@@ -8,6 +8,7 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
 
 from toylib import cli
+from toylib.search import distances
 from toylib.sokoban import dataset, env as environment, measure, net, world
 from toylib.sokoban.world import DOWN, LEFT, RIGHT, UNDO, UP
 
@@ -219,6 +220,60 @@ def test_astar_finds_bfs_lengths(boards):
             assert len(found) == len(moves) and replay(board, found)[-1].is_goal()
     rate = np.mean([m is not None for _, m in boards])
     assert 0.1 < rate < 0.5  # most of the post's boards cannot be solved
+
+
+@dataclasses.dataclass(frozen=True)
+class Backward:
+    """The game played backwards as a state of the core's search: each action takes back a
+    move (with the push it may have made), so `distances` from the solved states reaches those
+    that can be solved, at their distance. The slow, plain form of `moves_to_goal`."""
+
+    box: int
+    player: int
+    board: world.Board = dataclasses.field(compare=False, repr=False)
+
+    def legal_actions(self):
+        step, found = world.neighbours(self.board.shape), []
+        for move in world.MOVES:
+            before = step[self.player][world.OPPOSITE[move]]
+            if before < 0 or self.board.walls[before] or before == self.box:
+                continue
+            found.append((move, False))
+            if step[self.player][move] == self.box:
+                found.append((move, True))
+        return found
+
+    def apply_action(self, action):
+        move, pushed = action
+        before = world.neighbours(self.board.shape)[self.player][world.OPPOSITE[move]]
+        return Backward(self.player if pushed else self.box, before, self.board)
+
+    def is_goal(self):
+        return False
+
+
+class Solved:
+    """One action before every solved state, so that one search starts from all of them."""
+
+    def __init__(self, board):
+        self.states = [Backward(board.goal, p, board) for p in range(len(board.walls))
+                       if not board.walls[p] and p != board.goal]
+
+    def legal_actions(self):
+        return range(len(self.states))
+
+    def apply_action(self, i):
+        return self.states[i]
+
+    def is_goal(self):
+        return False
+
+
+def test_the_backward_table_is_the_core_searchs(boards):
+    # every board of the post's generator, solvable or not, and two dead ones
+    for board in [b for b, _ in boards] + [world.from_xsb(CORNER), world.from_xsb(ALONG_THE_WALL)]:
+        plain = {(s.box, s.player): d - 1 for s, d in distances(Solved(board)).items() if d > 0}
+        assert world.moves_to_goal(board) == plain
 
 
 def test_the_backward_table_agrees_with_bfs(boards):
@@ -533,6 +588,23 @@ def test_solutions_found_replay_to_the_goal(data):
             assert replay(board, found)[-1].is_goal()
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_searching_every_board_at_once_finds_what_searching_each_alone_finds(data, seed):
+    # an untrained policy wanders, undoes, merges beams that meet and runs out of history:
+    # every path through the search, on 40 held-out boards, a board already solved and a
+    # dead one, at widths 1 (greedy-like), 4 and 8
+    torch.manual_seed(seed)
+    model = net.SokobanPolicy(tiny_config(n_ctx=12)).eval()
+    boards, _ = measure.solvable_boards(data["held_out"], limit=40)
+    goal = boards[0]
+    boards += [world.Board(goal.walls, goal.goal, goal.goal, goal.player if goal.player != goal.goal else goal.box),
+               world.from_xsb(CORNER)]
+    for width in (1, 4, 8):
+        alone = [measure.solve_beam(model, b, width) for b in boards]
+        assert measure.solve_beams(model, boards, width, batch_size=16) == alone, width
+        assert alone[-2:] == [[], None] and 0 < sum(a is not None for a in alone[:-2]) < 40
+
+
 def test_the_policy_refuses_what_it_cannot_read():
     with pytest.raises(ValueError, match="multiple of n_heads"):
         net.SokobanConfig(d_model=10, n_heads=4)
@@ -544,6 +616,10 @@ def test_the_policy_refuses_what_it_cannot_read():
         measure.Walks(model, [small])
     with pytest.raises(ValueError, match="no boards"):
         measure.Walks(model, [])
+    with pytest.raises(ValueError, match="8x8"):
+        measure.Frontier(model, [small])
+    with pytest.raises(ValueError, match="no boards"):
+        measure.solve_beams(model, [])
 
 
 def test_a_short_training_run_learns(data):

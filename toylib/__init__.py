@@ -8,7 +8,7 @@ Core modules, used by every chapter:
 - ``toylib.attention`` attention, multi-head attention, encoder/decoder blocks and stacks
 - ``toylib.train``     the one training loop, its options and history, snapshots, checkpoints
 - ``toylib.infer``     running a model on many inputs: batched, eval mode, no gradients
-- ``toylib.decode``    greedy decoding and beam search for autoregressive models
+- ``toylib.decode``    greedy decoding and beam search for autoregressive models, one search or many at once
 - ``toylib.search``    breadth-first search and A* over a small state interface
 - ``toylib.targets``   a chapter's targets as data, and the summary table built from them
 - ``toylib.plot``      attention grids, animations, training curves, code listings

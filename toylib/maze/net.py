@@ -245,9 +245,10 @@ class _Run(nn.Module):
         return self.fn(self.model, *batch)
 
 
-def _greedy(model: MazeModel, pixels: torch.Tensor, iterations: int | None) -> torch.Tensor:
+def _greedy(model: MazeModel, pixels: torch.Tensor, iterations: int | None, memory: Memory | None = None) -> torch.Tensor:
     """Greedy solutions for a batch of mazes: (batch, R*C + 1) long, padded with PAD."""
-    memory = model.encode(pixels, iterations, keep=False)  # encode once, decode once per step
+    if memory is None:
+        memory = model.encode(pixels, iterations, keep=False)  # encode once, decode once per step
     exits_ = connections(pixels)
     max_len = memory.shape[0] * memory.shape[1] + 1  # START, a path through every tile at most once, STOP
     start = torch.full((len(pixels), 1), START, device=pixels.device)
@@ -278,11 +279,23 @@ def token_accuracy(model: MazeModel, mazes: MazeSet, iterations: int | None = No
     tokens = solution_tensor(mazes.solutions)  # (n, T)
     predicted = infer(_Run(model, lambda m, x, t: m.decode(t, m.encode(x, iterations, keep=False))[0].argmax(-1)),
                       mazes.mazes, tokens[:, :-1].clamp(min=0), batch_size=batch_size)  # (n, T - 1)
+    return _accuracy(predicted, tokens, count_padding)
+
+
+def _accuracy(predicted: torch.Tensor, tokens: torch.Tensor, count_padding: bool = False) -> float:
+    """The share of `tokens[:, 1:]` (n, T - 1) that `predicted` gets right (see `token_accuracy`)."""
     targets = tokens[:, 1:]
     if count_padding:
         return float((predicted == targets.clamp(min=0)).float().mean())
     real = targets != PAD
     return float((predicted == targets)[real].float().mean())
+
+
+def _solve_and_predict(model: MazeModel, pixels: torch.Tensor, inputs: torch.Tensor,
+                       iterations: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch's greedy solutions and teacher-forced predictions, from one encoding of it."""
+    memory = model.encode(pixels, iterations, keep=False)
+    return _greedy(model, pixels, iterations, memory), model.decode(inputs, memory)[0].argmax(-1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,16 +310,21 @@ class Scores:
 
 
 def score(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch_size: int = 250) -> Scores:
-    """Solve every maze of `mazes` greedily and judge each solution with `check_solution`."""
-    solutions = solve_greedy(model, mazes.mazes, iterations, batch_size)
+    """Solve every maze of `mazes` greedily and judge each solution with `check_solution`;
+    and `token_accuracy`. Each batch is encoded once for both (the looped encoder is most of
+    the cost): the same numbers as `solve_greedy` and `token_accuracy` give apart."""
+    tokens = solution_tensor(mazes.solutions)  # (n, T)
+    pixels = np.stack([check_pixels(p) for p in mazes.mazes])  # (n, R*TILE, C*TILE)
+    greedy, predicted = infer(_Run(model, lambda m, x, t: _solve_and_predict(m, x, t, iterations)), pixels,
+                              tokens[:, :-1].clamp(min=0), batch_size=batch_size)
+    solutions = [row[row != PAD].tolist() for row in greedy]
     checks = [check_solution(m, s) for m, s in zip(mazes.mazes, solutions)]
     length = np.array([c.shortest for c in checks])
     solved = np.array([c.solved for c in checks])
     shortest = np.array([c.optimal for c in checks])
     by_length = tuple((int(k), int((length == k).sum()), float(solved[length == k].mean()),
                        float(shortest[length == k].mean())) for k in np.unique(length))
-    return Scores(len(checks), float(solved.mean()), float(shortest.mean()),
-                  token_accuracy(model, mazes, iterations, batch_size), by_length)
+    return Scores(len(checks), float(solved.mean()), float(shortest.mean()), _accuracy(predicted, tokens), by_length)
 
 
 # ----------------------------------------------------------------------------- training

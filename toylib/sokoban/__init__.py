@@ -14,7 +14,8 @@ pairs, about a thousand, so breadth-first search answers exhaustively, never wit
 whether a board can be solved and in how few moves. Run backwards from the solved states, one
 BFS gives every state's distance to the goal, and so the set of moves that keep a shortest
 solution. A* with a push-distance heuristic, the post's solver, is the core's `astar`. Solving
-with the policy goes through the core's `greedy_decode` and `beam_search` (see `Walks`).
+with the policy goes through the core's `greedy_decode` and `beam_search` (see `Walks`), and
+for many boards at once through `beam_search_batch` (see `Frontier`).
 
 Unlike the original, every board comes from one seeded generator, solutions are shortest in
 moves (the post's A* minimised pushes), the nsteps target counts the moves *left* (the post's
@@ -33,7 +34,8 @@ The chapter's rooms, in the reader's order:
                 `draw_boards` and `for_config`
 - `net.py`      `SokobanConfig`, `BoardEncoder`, `SokobanPolicy`, `sokoban_loss`, the
                 teacher-forced `accuracies`, `train` and `train_side_by_side`
-- `measure.py`  solving with the policy (`Walks`, `solve_greedy`, `solve_beam`), `Solves`,
+- `measure.py`  solving with the policy (`Walks`, `solve_greedy`, `solve_beam`; `Frontier`
+                and `solve_beams` for many boards at once), `Solves`,
                 the post's table (`POST_TABLE`), `sokoban_targets`, `measure` and the command
                 line (`CHAPTER`, `main`)
 - `look.py`     looking inside: `solve_frames`, `animate_solve`, `nsteps_along`,

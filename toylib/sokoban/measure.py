@@ -13,17 +13,24 @@ import numpy as np
 import torch
 
 from toylib import cli
-from toylib.decode import beam_search, greedy_decode
+from toylib.decode import beam_search, beam_search_batch, greedy_decode
 from toylib.infer import model_device
 from toylib.sokoban import dataset, net
 from toylib.sokoban.dataset import SokobanSet
 from toylib.sokoban.net import Accuracies, SokobanConfig, SokobanPolicy, accuracies
-from toylib.sokoban.world import ACTION_NAMES, SIZE, Board, Play, encode
+from toylib.sokoban.world import ACTION_NAMES, CHANNELS, SIZE, UNDO, Board, Play, encode, neighbours
 from toylib.targets import Target, format_table, pct, time_target
 
 # ----------------------------------------------------------------------------- solving with the policy
 
 START = len(ACTION_NAMES)  # the token that begins every action sequence the decoders grow
+
+
+def _check_starts(starts: Sequence[Board]) -> None:
+    if not starts:
+        raise ValueError("no boards to solve")
+    if any(not isinstance(b, Board) or b.shape != (SIZE, SIZE) for b in starts):
+        raise ValueError(f"the policy reads {SIZE}x{SIZE} Boards")
 
 
 class Walks:
@@ -40,10 +47,7 @@ class Walks:
     that greedy decoding has ended is padded with START, which leaves its board as it is."""
 
     def __init__(self, model: SokobanPolicy, starts: Sequence[Board]):
-        if not starts:
-            raise ValueError("no boards to solve")
-        if any(not isinstance(b, Board) or b.shape != (SIZE, SIZE) for b in starts):
-            raise ValueError(f"the policy reads {SIZE}x{SIZE} Boards")
+        _check_starts(starts)
         self.model, self.starts = model, list(starts)
         self.device = model_device(model)
         walls = np.stack([b.grid for b in self.starts])
@@ -110,6 +114,111 @@ class Walks:
         return board.box, board.player
 
 
+class Frontier:
+    """The searches from many start boards at once, as tensors: a `toylib.decode.Walk`, for
+    `beam_search_batch`. Row i is one action sequence from start `origin[i]`; it keeps the
+    sequence's undo stack as (box, player) squares (`Play`'s boards, without the objects) and
+    the policy's tokens of every board it has seen, so that a step encodes only the new boards
+    and runs the policy once over every row. `solve_beams` drives it; `Walks` is the same
+    world for one board at a time, through hooks."""
+
+    ROWS_PER_CALL = 2048  # rows the policy reads at once: its attention patterns grow with t squared
+
+    def __init__(self, model: SokobanPolicy, starts: Sequence[Board]):
+        _check_starts(starts)
+        self.model, self.device = model, model_device(model)
+        self.squares = SIZE * SIZE
+        self.walls = torch.from_numpy(np.stack([b.grid.reshape(-1) for b in starts])).to(self.device)  # (N, squares)
+        self.goal = torch.tensor([b.goal for b in starts], device=self.device)  # (N,)
+        self.step_to = torch.tensor(neighbours((SIZE, SIZE)), device=self.device)  # (squares, 4): -1 past the edge
+        n = len(starts)
+        self.origin = torch.arange(n, device=self.device)  # (rows,)
+        self.stack = torch.zeros(n, model.config.n_ctx + 1, 2, dtype=torch.long, device=self.device)  # (rows, t, 2)
+        self.stack[:, 0, 0] = torch.tensor([b.box for b in starts])
+        self.stack[:, 0, 1] = torch.tensor([b.player for b in starts])
+        self.depth = torch.zeros(n, dtype=torch.long, device=self.device)  # (rows,): the board reached is stack[depth]
+        self.goal_tokens = self._tokens(self.goal, self.goal, torch.full_like(self.goal, -1), self.walls)  # (N, d)
+        self.history = self._tokens(self.goal, *self._here(), self.walls)[:, None]  # (rows, t, d)
+        self._unread = False  # True once rows have moved and their new boards wait to be encoded
+        self._next = None  # (boxes, players, legal), each (rows, 5): where each action leads; made once a step
+
+    def _here(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The box and the player of each row's board, (rows,) each."""
+        now = self.stack[torch.arange(len(self.depth), device=self.device), self.depth]  # (rows, 2)
+        return now[:, 0], now[:, 1]
+
+    def _tokens(self, goal, box, player, walls) -> torch.Tensor:
+        """The policy's tokens (n, d) of n boards, from their squares (n,) and walls (n, squares),
+        planes as `world.encode` lays them out."""
+        square = torch.arange(self.squares, device=self.device)
+        planes = torch.stack([walls, ~walls, square == goal[:, None], square == player[:, None],
+                              square == box[:, None]], 1)  # (n, 5, squares)
+        return self.model.tokens(planes.view(len(goal), len(CHANNELS), SIZE, SIZE).to(torch.uint8))
+
+    def _moves(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self._next is None:
+            box, player = self._here()  # (rows,)
+            walls = self.walls[self.origin]  # (rows, squares)
+            to = self.step_to[player]  # (rows, 4)
+            blocked = (to < 0) | walls.gather(1, to.clamp(min=0))
+            push = to == box[:, None]
+            box_to = torch.where(push, self.step_to[box], box[:, None])  # (rows, 4)
+            blocked |= push & ((box_to < 0) | walls.gather(1, box_to.clamp(min=0)))
+            rows = torch.arange(len(box), device=self.device)
+            before = self.stack[rows, (self.depth - 1).clamp(min=0)]  # (rows, 2): where UNDO goes back to
+            self._next = (torch.cat([box_to, before[:, :1]], 1), torch.cat([to, before[:, 1:]], 1),
+                          torch.cat([~blocked, self.depth[:, None] > 0], 1))  # (rows, 5) each
+        return self._next
+
+    def next_logp(self) -> torch.Tensor:
+        self._read()
+        scores = torch.full((len(self.origin), START + 1), -math.inf, device=self.device)  # START is never next
+        for i in range(0, len(self.origin), self.ROWS_PER_CALL):
+            rows = slice(i, i + self.ROWS_PER_CALL)
+            goal = self.goal_tokens[self.origin[rows]]  # (n, d)
+            scores[rows, :START] = self.model.attend(goal, self.history[rows])[0][:, -1]
+        return scores
+
+    def legal(self) -> torch.Tensor:
+        legal = self._moves()[2]  # the moves, and UNDO once there is one to take back
+        return torch.cat([legal, torch.zeros_like(legal[:, :1])], 1)  # (rows, START + 1)
+
+    def keys(self) -> torch.Tensor:
+        boxes, players, legal = self._moves()
+        keys = torch.where(legal, boxes * self.squares + players, 0)
+        return torch.cat([keys, torch.zeros_like(keys[:, :1])], 1)  # (rows, START + 1)
+
+    def here(self) -> torch.Tensor:
+        box, player = self._here()
+        return box * self.squares + player
+
+    def advance(self, parent: torch.Tensor, token: torch.Tensor) -> torch.Tensor:
+        boxes, players, _ = self._moves()
+        box, player = boxes[parent, token], players[parent, token]  # (rows',)
+        self.origin, self.stack = self.origin[parent], self.stack[parent]
+        self.depth = torch.where(token == UNDO, self.depth[parent] - 1, self.depth[parent] + 1)
+        rows = torch.arange(len(parent), device=self.device)
+        self.stack[rows, self.depth] = torch.stack([box, player], 1)  # a move pushes; UNDO finds it there already
+        # the new boards' tokens wait for `next_logp`: a row that the search drops first (a
+        # board solved by another beam) is never encoded
+        self.history, self._unread = self.history[parent], True
+        self._next = None
+        return box == self.goal[self.origin]
+
+    def keep(self, index: torch.Tensor) -> None:
+        self.origin, self.stack, self.depth = self.origin[index], self.stack[index], self.depth[index]
+        self.history = self.history[index]
+        if self._next is not None:
+            self._next = tuple(t[index] for t in self._next)
+
+    def _read(self) -> None:
+        """Append the tokens of the boards the rows have just reached to their histories."""
+        if self._unread:
+            new = self._tokens(self.goal[self.origin], *self._here(), self.walls[self.origin])  # (rows, d)
+            self.history = torch.cat([self.history, new[:, None]], 1)  # (rows, t + 1, d)
+            self._unread = False
+
+
 def _moves(tokens: torch.Tensor, length: int) -> list[int]:
     return [int(a) for a in tokens[1:length]]
 
@@ -140,6 +249,26 @@ def solve_beam(model: SokobanPolicy, board: Board, width: int = 32) -> list[int]
                         max_len=model.config.n_ctx, legal=walks.legal, done=walks.done, key=walks.key, first=True)
     best = beams[0]
     return _moves(best.tokens, len(best.tokens)) if best.finished else None
+
+
+def solve_beams(model: SokobanPolicy, boards: Sequence[Board], width: int = 32,
+                batch_size: int = 500) -> list[list[int] | None]:
+    """`solve_beam` for every board, `batch_size` boards searching together (`Frontier`, the
+    core's `beam_search_batch`): the same search, many times faster."""
+    if not boards:
+        raise ValueError("no boards to solve")
+    found = []
+    for i in range(0, len(boards), batch_size):
+        chunk = boards[i : i + batch_size]
+        with torch.no_grad():
+            frontier = Frontier(model, chunk)
+            starts = torch.full((len(chunk), 1), START, device=frontier.device)
+            beams = beam_search_batch(frontier, starts, width=width, max_len=model.config.n_ctx, merge=True,
+                                      first=True)
+        for board, found_beams in zip(chunk, beams):
+            best = found_beams[0]
+            found.append([] if board.is_goal() else _moves(best.tokens, len(best.tokens)) if best.finished else None)
+    return found
 
 
 # ----------------------------------------------------------------------------- the chapter's measures and targets
@@ -183,7 +312,7 @@ def solves(model: SokobanPolicy, boards: Sequence[Board], optimal: np.ndarray, w
     if width is None:
         found = solve_greedy(model, boards)
     else:
-        found = [solve_beam(model, b, width) for b in boards]
+        found = solve_beams(model, boards, width)
     lengths = np.array([-1 if f is None else len(f) for f in found])
     return Solves("greedy" if width is None else f"beam {width}", lengths, np.asarray(optimal))
 

@@ -1,0 +1,62 @@
+"""Beam search one board at a time against all boards at once, on Sokoban's held-out boards.
+
+    python benchmarks/beam.py                       # train the chapter's policy (about 4 min), then time
+    python benchmarks/beam.py --load policy.pt      # a policy saved by `python -m toylib.sokoban --save`
+    python benchmarks/beam.py --boards 200 --width 8
+
+Both searches run on the same solvable held-out boards with the same policy, on one CPU
+thread: `measure.solve_beam` per board (the core's `beam_search`, one prefix at a time, as the
+chapter searched before) and `measure.solve_beams` (the core's `beam_search_batch` over
+`measure.Frontier`, every board's beams in one forward pass per step). It prints boards per
+second for each, their ratio, and on how many boards the two found the same solution; they
+should agree on all of them (a board could differ only if batching rounded a logit to a tie
+differently). Not a test: its times belong to the machine it ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from toylib.infer import evaluating
+from toylib.sokoban import dataset, measure, net
+from toylib.train import load_checkpoint
+
+
+def main(argv: list[str] | None = None) -> float:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--load", metavar="PATH", help="a saved policy (default: train the chapter's own)")
+    p.add_argument("--boards", type=int, default=measure.BEAM_BOARDS, help="solvable held-out boards")
+    p.add_argument("--width", type=int, default=32)
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    if args.load:
+        model, config, _ = load_checkpoint(args.load, measure.CHAPTER.build_model, net.SokobanConfig)
+    else:
+        config = net.SokobanConfig()
+    data = dataset.for_config(config)
+    if not args.load:
+        model, _ = net.train(config, data, device="cpu")
+    boards, _ = measure.solvable_boards(data["held_out"], args.boards)
+    with evaluating(model):
+        t0 = time.perf_counter()
+        alone = [measure.solve_beam(model, b, args.width) for b in boards]
+        t1 = time.perf_counter()
+        together = measure.solve_beams(model, boards, args.width)
+        t2 = time.perf_counter()
+    per_board, batched = len(boards) / (t1 - t0), len(boards) / (t2 - t1)
+    same = sum(a == b for a, b in zip(alone, together))
+    print(f"beam search of width {args.width} on {len(boards):,} solvable held-out boards, one CPU thread "
+          f"({torch.backends.cpu.get_cpu_capability()} kernels)")
+    print(f"  one board at a time: {t1 - t0:6.2f} s  {per_board:7.1f} boards/s  "
+          f"({sum(a is not None for a in alone):,} solved)")
+    print(f"  all boards at once:  {t2 - t1:6.2f} s  {batched:7.1f} boards/s  "
+          f"({sum(a is not None for a in together):,} solved)")
+    print(f"  ratio {batched / per_board:.1f}x; the same solution on {same:,} of {len(boards):,} boards")
+    return batched / per_board
+
+
+if __name__ == "__main__":
+    main()
