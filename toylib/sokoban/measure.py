@@ -255,7 +255,7 @@ def solve_beams(model: SokobanPolicy, boards: Sequence[Board], width: int = 32,
                 batch_size: int = 500) -> list[list[int] | None]:
     """`solve_beam` for every board, `batch_size` boards searching together (`Frontier`, the
     core's `beam_search_batch`): the same search and the same solutions, with one forward pass
-    of the policy per step for every beam of every board (2 to 10 times the boards per second
+    of the policy per step for every beam of every board (2 to 11 times the boards per second
     of the loop over `solve_beam`, the narrower the beam the more; `benchmarks/beam.py`)."""
     if not boards:
         raise ValueError("no boards to solve")
