@@ -271,6 +271,7 @@ def test_time_target_is_a_machine_row_met_at_the_budget():
     assert time_target(180, 180) == Target("training time", "<= 3 min", "180 s", True, machine=True)
     assert time_target(3.25, 30, "suite").goal == "<= 30 s" and time_target(3.25, 30).measured == "3.2 s"
     assert time_target(181, 180).met is False
+    assert time_target(0.04, 60).measured == "40 ms"  # never "0 s" or "0.0 s"
     with pytest.raises(ValueError, match="positive"):
         time_target(1, 0)
 

@@ -232,3 +232,14 @@ def test_nbval_markers_are_tags_not_comments(nb):
     """A `# NBVAL_...` comment shows on the page; a cell tag does not."""
     marked = [c["source"][0] for c in code_cells(nb) if "NBVAL_" in "".join(c["source"])]
     assert not marked, marked
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_output_names_a_file_of_the_machine_that_ran_it(nb):
+    """A temporary file or a home folder in an output belongs to one run on one machine: the
+    reader sees a path that means nothing to them."""
+    paths = re.compile(r"/tmp/|/var/folders/|/home/\w+|/root/|/work/|[A-Z]:\\\\Users")
+    found = [m.group(0) for c in code_cells(nb) for o in c.get("outputs", [])
+             for text in ["".join(o.get("text", "")), "".join(o.get("data", {}).get("text/plain", ""))]
+             for m in [paths.search(text)] if m]
+    assert not found, found

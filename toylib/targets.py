@@ -47,14 +47,21 @@ class Target:
         return "-" if self.met is None else "yes" if self.met else "NO"
 
 
+def seconds_text(seconds: float) -> str:
+    """A duration as the book prints it: whole seconds from 10 s up, tenths from 1 s ("1.1 s"),
+    milliseconds below ("40 ms")."""
+    if seconds < 1:
+        return f"{1000 * seconds:.0f} ms"
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+
+
 def time_target(seconds: float, limit: float, measure: str = "training time") -> Target:
     """The row every chapter has: `seconds` against a budget of `limit` seconds, met when it
     is at most the budget. A machine row: it measures the computer as much as the model."""
     if limit <= 0:
         raise ValueError(f"a time budget must be positive, got {limit}")
     goal = f"<= {limit / 60:.0f} min" if limit >= 60 and limit % 60 == 0 else f"<= {limit:.0f} s"
-    shown = f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
-    return Target(measure, goal, shown, bool(seconds <= limit), machine=True)
+    return Target(measure, goal, seconds_text(seconds), bool(seconds <= limit), machine=True)
 
 
 def all_met(targets: Iterable[Target]) -> bool:
