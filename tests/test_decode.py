@@ -263,3 +263,5 @@ def test_batched_search_refuses_bad_walks_and_bad_starts():
                           merge=True)
     with pytest.raises(ValueError, match="keys"):
         beam_search_batch(walk(key=lambda t, o: torch.ones(len(t))), starts, width=2, max_len=4, merge=True)
+    with pytest.raises(ValueError, match="key hook"):
+        beam_search_batch(walk(), starts, width=2, max_len=4, merge=True)

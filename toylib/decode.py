@@ -260,19 +260,25 @@ class TokenWalk:
         self.tokens = _check_start(starts, 2)  # (n, t)
         self.origin = torch.arange(len(self.tokens), device=self.tokens.device)  # (n,)
         self._next_logp, self._legal, self._done, self._key = next_logp, legal, done, key
+        self._vocab: int | None = None  # known once the rows have been scored
 
     def next_logp(self) -> torch.Tensor:
-        return self._next_logp(self.tokens, self.origin)
+        scores = self._next_logp(self.tokens, self.origin)
+        self._vocab = scores.shape[-1]  # for `keys`, which the search asks after the scores
+        return scores
 
     def legal(self) -> torch.Tensor | None:
         return None if self._legal is None else self._legal(self.tokens, self.origin)
 
     def here(self) -> torch.Tensor:
+        if self._key is None:
+            raise ValueError("merging beams needs a key hook: TokenWalk(..., key=...)")
         return self._key(self.tokens, self.origin)
 
     def keys(self) -> torch.Tensor:
-        n, t = self.tokens.shape
-        vocab = self.next_logp().shape[1]
+        if self._key is None or self._vocab is None:
+            raise ValueError("keys come after next_logp, from a key hook: TokenWalk(..., key=...)")
+        n, vocab = len(self.tokens), self._vocab
         grown = torch.cat([self.tokens.repeat_interleave(vocab, 0),
                            torch.arange(vocab, device=self.tokens.device).repeat(n)[:, None]], 1)  # (n * vocab, t + 1)
         return self._key(grown, self.origin.repeat_interleave(vocab)).view(n, vocab)
