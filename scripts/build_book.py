@@ -48,6 +48,7 @@ from jupyter_cache.executors.basic import (
     JupyterExecutorLocalMproc,
     ProcessData,
 )
+from jupyter_cache.executors.utils import copy_assets, single_nb_execution
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "_build" / ".jupyter_cache"  # removed and made anew by every executing build
@@ -95,6 +96,28 @@ def runs_alone(path: Path) -> bool:
     return meta.get("alone") is True
 
 
+def _execute_without_widget_state(project_nb, data: ProcessData, cwd: str):
+    """nbclient as jupyter-cache runs it, less the widgets' saved state: with it, the static
+    page would load the widget scripts and draw each widget frozen as it was when the run
+    ended (a progress bar at 24 %, a board no click can change)."""
+    return single_nb_execution(project_nb.nb, cwd=cwd, timeout=data.timeout, allow_errors=data.allow_errors,
+                               store_widget_state=False)
+
+
+class NoWidgetStateLocal(ExecutionWorkerLocalMProc):
+    @staticmethod
+    def execute(project_nb, data: ProcessData):
+        return _execute_without_widget_state(project_nb, data, str(Path(project_nb.uri).parent))
+
+
+class NoWidgetStateTemp(ExecutionWorkerTempMProc):
+    @staticmethod
+    def execute(project_nb, data: ProcessData):
+        with tempfile.TemporaryDirectory() as cwd:
+            copy_assets(project_nb.uri, project_nb.assets, cwd)
+            return _execute_without_widget_state(project_nb, data, cwd)
+
+
 class LocalParallel(JupyterExecutorLocalMproc):
     """jupyter-cache's "local-parallel" executor (a pool of processes, each running a notebook
     with nbclient in the notebook's folder and storing it in the cache), with the pool's size
@@ -104,7 +127,7 @@ class LocalParallel(JupyterExecutorLocalMproc):
         super().__init__(cache)
         self.workers = workers
         self.alone = alone  # the URIs of notebooks that run one at a time before the rest
-        self.worker = ExecutionWorkerTempMProc() if in_temp else ExecutionWorkerLocalMProc()
+        self.worker = (NoWidgetStateTemp if in_temp else NoWidgetStateLocal)()
 
     def run_and_cache(self, *, timeout, allow_errors, **_) -> ExecutorRunResult:
         records = self.get_records()  # those not in the cache: every notebook, as it is new
@@ -202,7 +225,11 @@ def main() -> None:
         before = {record.pk for record in cache.list_cache_records()}
 
     # Jupyter Book 1 takes its execution mode from the configuration file only: build from a
-    # copy of _config.yml with the mode changed.
+    # copy of _config.yml with the mode changed. It finds local extensions relative to the
+    # file it reads: the copy names their folders by absolute path.
+    sphinx = config.get("sphinx") or {}
+    if sphinx.get("local_extensions"):
+        sphinx["local_extensions"] = {name: str(ROOT / path) for name, path in sphinx["local_extensions"].items()}
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "_config.yml"
         copy.write_text(yaml.safe_dump({**config, "execute": execute_config}, sort_keys=False))

@@ -61,8 +61,27 @@ def test_glue_writes_what_myst_nb_reads(monkeypatch):
     assert shown[1][0][0][GLUE_PREFIX + "text/plain"] == "0.25"  # a NumPy number as a plain one
     with pytest.raises(ValueError, match="identifier"):
         glue("t3 heads", 1)
-    with pytest.raises(ValueError, match="string or a number"):
+    with pytest.raises(ValueError, match="a string, a number, a matplotlib Figure"):
         glue("t3_table", [1, 2])
+
+
+def test_glue_keeps_a_figure_as_a_png_and_an_animation_as_html(monkeypatch):
+    """What {glue:figure} and the landing page's {glue:any} show: the figure's picture, not its repr."""
+    import base64
+
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append((a, k)))
+    fig, ax = plt.subplots(figsize=(2, 1))
+    ax.plot([0, 1])
+    glue("life_hero", fig)
+    plt.close(fig)
+    glue("maze_hero", HTML("<b>a maze</b>"))
+    png = base64.b64decode(shown[0][0][0][GLUE_PREFIX + "image/png"])
+    assert png.startswith(b"\x89PNG") and shown[0][1]["metadata"]["scrapbook"]["name"] == "life_hero"
+    assert shown[1][0][0][GLUE_PREFIX + "text/html"] == "<b>a maze</b>"
 
 
 def test_glue_matches_myst_nb_own_glue(monkeypatch):

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from toylib.plot import GLUE_PREFIX
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -89,7 +91,11 @@ def test_notebook_is_stored_with_outputs_and_small(nb):
 
 
 def cell_text(cell) -> str:
-    return "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
+    """A cell's printed text and the plain-text form of what it displayed (a `Table` shows as
+    HTML on the page; its text/plain is the same table as text)."""
+    return "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                   for o in cell.get("outputs", []) if o.get("output_type") != "display_data"
+                   or not any(k.startswith(GLUE_PREFIX) for k in o.get("data", {})))
 
 
 def tags(cell) -> list[str]:
@@ -232,6 +238,43 @@ def test_nbval_markers_are_tags_not_comments(nb):
     """A `# NBVAL_...` comment shows on the page; a cell tag does not."""
     marked = [c["source"][0] for c in code_cells(nb) if "NBVAL_" in "".join(c["source"])]
     assert not marked, marked
+
+
+def shown_outputs(nb):
+    """(cell source, output) for every output the page shows: not in a removed cell or output."""
+    for c in code_cells(nb):
+        if {"remove-cell", "remove-output"} & set(tags(c)):
+            continue
+        for o in c.get("outputs", []):
+            if not any(k.startswith(GLUE_PREFIX) for k in o.get("data", {})):
+                yield "".join(c["source"]), o
+
+
+RULE = re.compile(r"^-+( +-+)+$", re.M)  # the line under a plain-text table's header
+PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[\d+:\d+|it/s\]")  # tqdm: "24%|██", "1200/5000 [00:31", "12.3it/s]"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_page_shows_no_wide_plain_table_no_progress_bar_and_no_widget_state(nb):
+    """Tables reach the page as HTML (toylib.targets.Table), which wraps to the column: a table
+    printed as text wider than the column hides its right-hand columns. A progress bar, or a
+    widget's saved state, shows the page frozen mid-run. Re-execute a notebook with
+    scripts/execute_notebook.py, which saves no widget state."""
+    meta = json.loads(nb.read_text())["metadata"]
+    assert "widgets" not in meta, "saved widget state: re-execute with scripts/execute_notebook.py"
+    wide, bars = [], []
+    for source, o in shown_outputs(nb):
+        data = o.get("data", {})
+        if "application/vnd.jupyter.widget-view+json" in data and PROGRESS.search("".join(data.get("text/plain", ""))):
+            bars.append(source[:60])
+        plain = "".join(o.get("text", "")) if "text" in o else (
+            "" if "text/html" in data or "image/png" in data else "".join(data.get("text/plain", "")))
+        if PROGRESS.search(plain):
+            bars.append(source[:60])
+        if RULE.search(plain) and max(map(len, plain.splitlines())) > COLUMN:
+            wide.append(source[:60])
+    assert not bars, f"progress bars on the page: {bars}"
+    assert not wide, f"plain-text tables wider than the column ({COLUMN} characters): {wide}"
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)

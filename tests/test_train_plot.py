@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from toylib.device import pick_device, seed_everything
-from toylib.plot import animate, attention_grid, save_gif, training_curves
+from toylib.plot import LABEL_PT, animate, attention_grid, save_gif, training_curves
 from toylib.train import (
     History, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatches, save_checkpoint,
 )
@@ -184,8 +184,16 @@ def test_device_and_seeding():
 
 def test_attention_grid_titles_and_shapes():
     fig = attention_grid(np.random.rand(2, 3, 4, 4))
-    titles = [ax.get_title() for ax in fig.axes]
+    titles = [ax.get_title() for ax in fig.axes[:-1]]  # the last axes is the colour bar
     assert titles[0] == "Layer 0, Head 0" and titles[-1] == "Layer 1, Head 2"
+    assert fig.axes[-1].get_ylabel() == "attention weight"
+    # every label is at least LABEL_PT, and one colour scale serves every panel
+    assert min(t.get_fontsize() for ax in fig.axes for t in [ax.title, *ax.get_yticklabels()]) >= LABEL_PT
+    assert {ax.images[0].get_clim() for ax in fig.axes[:-1]} == {(0.0, fig.axes[0].images[0].get_clim()[1])}
+    # more heads than `columns` wrap onto further rows; spare panels are blank
+    wrapped = attention_grid(np.random.rand(1, 6, 3, 3), columns=4)
+    assert [ax.get_title() for ax in wrapped.axes[:6]][4] == "Layer 0, Head 4"
+    assert sum(ax.axison for ax in wrapped.axes[:-1]) == 6
     with pytest.raises(ValueError, match="layers, heads"):
         attention_grid(np.zeros((2, 3, 4)))
     fig = attention_grid(np.random.rand(2, 2, 3, 3), labels=["a", "b", "c"])

@@ -22,6 +22,13 @@ def _as_numpy(x) -> np.ndarray:
     return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
 
 
+# Text in every figure is at least LABEL_PT points at 100 dpi (about 12 screen pixels): a figure
+# drawn no wider than the page's column (about 8 inches) keeps its labels readable there.
+LABEL_PT = 9
+TITLE_PT = 11
+DPI = 100
+
+
 def attention_grid(
     patterns,
     *,
@@ -30,10 +37,14 @@ def attention_grid(
     size: float = 2.2,
     vmax: float | None = None,
     labels: Sequence[str] | None = None,
+    columns: int | None = None,
 ) -> Figure:
     """Draw a (layers, heads, query_pos, key_pos) array of attention patterns as a grid of
-    heatmaps titled "Layer r, Head c". A 2-D array is one layer with one head.
-    labels: a name per position, written along the left column and the bottom row."""
+    heatmaps titled "Layer r, Head c", on one colour scale from 0 to `vmax` (default: the
+    largest weight drawn), with its colour bar. A 2-D array is one layer with one head.
+    labels: a name per position, written along the left column and the bottom row of panels.
+    columns: panels per row (default: one row per layer); more heads than that wrap onto
+    further rows, so that a many-headed model stays wide enough to read."""
     p = _as_numpy(patterns)
     if p.ndim == 2:
         p = p[None, None]
@@ -42,20 +53,35 @@ def attention_grid(
     n_layers, n_heads = p.shape[:2]
     if labels is not None and len(labels) != p.shape[-1]:
         raise ValueError(f"{len(labels)} labels for {p.shape[-1]} positions")
-    fig, axes = plt.subplots(n_layers, n_heads, figsize=(size * n_heads, size * n_layers), squeeze=False)
-    for r in range(n_layers):
-        for c in range(n_heads):
-            ax = axes[r, c]
-            ax.imshow(p[r, c], cmap=cmap, vmin=0, vmax=vmax, interpolation="nearest")
-            ax.set_title(f"Layer {r}, Head {c}", fontsize=9)
-            ticks = range(p.shape[-1]) if labels is not None else []
-            ax.set_xticks(ticks, labels if labels is not None and r == n_layers - 1 else [""] * len(ticks), fontsize=5, rotation=90)
-            ax.set_yticks(ticks, labels if labels is not None and c == 0 else [""] * len(ticks), fontsize=5)
-    axes[-1, 0].set_xlabel("key position")
-    axes[-1, 0].set_ylabel("query position")
+    columns = n_heads if columns is None else columns
+    if columns < 1:
+        raise ValueError(f"columns must be at least 1, got {columns}")
+    panels = [(r, h) for r in range(n_layers) for h in range(n_heads)]
+    n_cols = min(columns, len(panels))
+    n_rows = -(-len(panels) // n_cols)
+    vmax = float(np.nanmax(p)) if vmax is None else vmax
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size * n_cols + 0.8, size * n_rows + 0.3 * bool(title)),
+                             squeeze=False, dpi=DPI, layout="constrained")
+    ticks = range(p.shape[-1]) if labels is not None else []
+    image = None
+    for i, ax in enumerate(axes.flat):
+        if i >= len(panels):
+            ax.axis("off")
+            continue
+        r, h = panels[i]
+        image = ax.imshow(p[r, h], cmap=cmap, vmin=0, vmax=vmax, interpolation="nearest")
+        ax.set_title(f"Layer {r}, Head {h}", fontsize=LABEL_PT)
+        bottom, left = i + n_cols >= len(panels), i % n_cols == 0
+        ax.set_xticks(ticks, labels if labels is not None and bottom else [""] * len(ticks), fontsize=LABEL_PT,
+                      rotation=90)
+        ax.set_yticks(ticks, labels if labels is not None and left else [""] * len(ticks), fontsize=LABEL_PT)
+    axes[-1, 0].set_xlabel("key position", fontsize=LABEL_PT)
+    axes[-1, 0].set_ylabel("query position", fontsize=LABEL_PT)
+    bar = fig.colorbar(image, ax=axes, shrink=min(1.0, 0.9 / n_rows ** 0.5), aspect=30)
+    bar.set_label("attention weight", fontsize=LABEL_PT)
+    bar.ax.tick_params(labelsize=LABEL_PT)
     if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=TITLE_PT)
     return fig
 
 
@@ -92,7 +118,7 @@ def animate(
     vmax: float | None = None,
     size: float = 2.5,
     interval: int = 200,
-    dpi: int = 70,
+    dpi: int = DPI,
     width_ratios: Sequence[float] | None = None,
     decorate: Callable[[Figure, list], Callable[[int], object] | None] | None = None,
 ) -> animation.FuncAnimation:
@@ -136,8 +162,8 @@ def animate(
         ax.set_xticks([])
         ax.set_yticks([])
         if panel_titles is not None:
-            ax.set_title(panel_titles[i], fontsize=9)
-    suptitle = fig.suptitle(frame_titles[0] if frame_titles else "", fontsize=10)
+            ax.set_title(panel_titles[i], fontsize=LABEL_PT)
+    suptitle = fig.suptitle(frame_titles[0] if frame_titles else "", fontsize=TITLE_PT)
     move = decorate(fig, axes) if decorate is not None else None
     fig.tight_layout()
 
@@ -155,11 +181,19 @@ def animate(
     return anim
 
 
-def show_animation(anim: animation.FuncAnimation):
-    """Display an animation as self-contained HTML with play and step controls."""
+def show_animation(anim: animation.FuncAnimation, alt: str | None = None):
+    """Display an animation as self-contained HTML with play and step controls. `alt` says
+    what it shows, for a reader who cannot see it (the frames' image gets it as alt text)."""
+    from html import escape
+
     from IPython.display import HTML
 
-    return HTML(anim.to_jshtml(default_mode="loop"))
+    html = anim.to_jshtml(default_mode="loop")
+    if alt is not None:
+        if not alt.strip():
+            raise ValueError("alt text must say what the animation shows, got an empty string")
+        html = html.replace('<img id="_anim_img', f'<img alt="{escape(alt)}" id="_anim_img', 1)
+    return HTML(html)
 
 
 def save_gif(anim: animation.FuncAnimation, path: str, fps: int = 5) -> None:
@@ -219,17 +253,33 @@ def show_code(obj) -> "object":
 GLUE_PREFIX = "application/papermill.record/"  # myst-nb's mark of a value kept for the prose, not shown
 
 
-def glue(name: str, value: str | int | float) -> None:
-    """Keep `value` under `name` for the chapter's prose: on the built page, myst-nb's role
-    {glue:text}`name` (or {glue:text}`name:.1f` for a number) shows it, so a number in a
-    sentence is the one this run computed. Writes the output that `myst_nb.glue(name, value,
-    display=False)` writes, without needing myst-nb where the notebook runs (Colab)."""
+def glue(name: str, value) -> None:
+    """Keep `value` under `name` for the chapter's prose, without showing it here. A string or
+    a number: on the built page, myst-nb's role {glue:text}`name` (or {glue:text}`name:.1f`)
+    shows it, so a number in a sentence is the one this run computed. A matplotlib Figure (as
+    a PNG) or anything with an HTML form (an animation from `show_animation`): the directive
+    {glue:figure} `name` shows it with a caption, in this chapter or, by
+    `{glue:any}` with `:doc:`, on another page (the landing page's pictures). Writes the
+    output that `myst_nb.glue(name, value, display=False)` writes, without needing myst-nb
+    where the notebook runs (Colab)."""
+    import base64
+    import io
+
     from IPython.display import display
 
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a glue name is a Python identifier, got {name!r}")
-    if not isinstance(value, (str, int, float, np.integer, np.floating)):
-        raise ValueError(f"glue takes a string or a number, got {type(value).__name__}")
-    value = value.item() if isinstance(value, (np.integer, np.floating)) else value
-    display({GLUE_PREFIX + "text/plain": repr(value)}, raw=True,
+    if isinstance(value, (str, int, float, np.integer, np.floating)):
+        value = value.item() if isinstance(value, (np.integer, np.floating)) else value
+        bundle = {"text/plain": repr(value)}
+    elif isinstance(value, Figure):
+        png = io.BytesIO()
+        value.savefig(png, format="png", dpi=value.dpi, bbox_inches="tight")
+        bundle = {"image/png": base64.b64encode(png.getvalue()).decode(), "text/plain": f"<figure {name}>"}
+    elif hasattr(value, "_repr_html_"):
+        bundle = {"text/html": value._repr_html_(), "text/plain": f"<{type(value).__name__} {name}>"}
+    else:
+        raise ValueError(f"glue takes a string, a number, a matplotlib Figure or an object with an HTML form, "
+                         f"got {type(value).__name__}")
+    display({GLUE_PREFIX + mime: data for mime, data in bundle.items()}, raw=True,
             metadata={"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})

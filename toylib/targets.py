@@ -16,6 +16,7 @@ build, nbval, Colab) fails loudly where a claim no longer holds.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -77,21 +78,66 @@ def missed(targets: Iterable[Target]) -> list[str]:
     return [t.measure for t in targets if t.met is False]
 
 
-def format_table(rows: Iterable[Sequence], header: Sequence[str]) -> str:
-    """A plain-text table (for the terminal and for nbval to compare)."""
-    rows = [tuple(str(c) for c in r) for r in rows]
-    header = tuple(header)
-    if any(len(r) != len(header) for r in rows):
-        raise ValueError(f"every row needs {len(header)} cells, one per column of {header}")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+class Table(str):
+    """A table that is its plain text (what a terminal prints, what tests and nbval compare)
+    and that a notebook shows as an HTML table: its columns wrap to fit the page, and a
+    "met" column stays in view (and in colour) however narrow the page is.
 
-    def line(r):
-        return "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+    Made by `format_table`; `header` and `rows` keep the cells."""
 
-    return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+    def __new__(cls, rows: Iterable[Sequence], header: Sequence[str]) -> Table:
+        rows = tuple(tuple(str(c) for c in r) for r in rows)
+        header = tuple(str(h) for h in header)
+        if any(len(r) != len(header) for r in rows):
+            raise ValueError(f"every row needs {len(header)} cells, one per column of {header}")
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+        def line(r):
+            return "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+
+        text = "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
+        table = super().__new__(cls, text)
+        table.header, table.rows = header, rows
+        return table
+
+    def __reduce__(self):  # copies and pickles rebuild it from its cells
+        return Table, (self.rows, self.header)
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:  # IPython's text/plain: the text, not its repr
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        met = [h == "met" for h in self.header]
+
+        def cell(tag: str, text: str, column: int) -> str:
+            classes = []
+            if met[column]:
+                classes.append("met" + ("-yes" if text == "yes" else "-no" if text == "NO" else ""))
+            elif tag == "td" and _NUMBER.fullmatch(text):
+                classes.append("num")
+            attribute = f' class="{" ".join(classes)}"' if classes else ""
+            return f"<{tag}{attribute}>{escape(text)}</{tag}>"
+
+        head = "".join(cell("th", h, i) for i, h in enumerate(self.header))
+        body = "".join("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(r)) + "</tr>" for r in self.rows)
+        return f'<div class="toy-table"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def table(targets: Iterable[Target], machine: bool | None = False) -> str:
+_NUMBER = re.compile(r"[-+<>=~ ]*[\d.,]+ ?(%|s|ms|min|x)?")  # a cell to right-align: "98.50 %", "1,204", "75 s"
+
+
+def format_table(rows: Iterable[Sequence], header: Sequence[str]) -> Table:
+    """A table of `rows` under `header` (any values; each cell is its str): plain text for the
+    terminal and for nbval to compare, shown as HTML in a notebook (`Table`)."""
+    return Table(rows, header)
+
+
+def table(targets: Iterable[Target], machine: bool | None = False) -> Table:
     """The summary as text: the machine-independent rows (machine=False, the default, what
     nbval compares), the machine-dependent ones (True), or all of them (None)."""
     rows = [t for t in targets if machine is None or t.machine == machine]

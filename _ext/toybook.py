@@ -1,0 +1,88 @@
+"""The book's own Sphinx extension (listed in _config.yml under `sphinx.local_extensions`).
+
+- `hero`: a picture that a chapter's run glued (`toylib.plot.glue(name, figure)`), shown on
+  another page with its alt text and caption: the landing page's picture of each chapter.
+
+      ```{hero} life.ipynb::life_hero
+      :alt: what the picture shows, for a reader who cannot see it
+      Caption, a paragraph of MyST.
+      ```
+
+  myst-nb's own `{glue:any}` with `:doc:` pastes a picture from another page, but with no alt
+  text (the reader would hear a file name) and no caption.
+- Each inline script once: sphinx-togglebutton's and sphinx-thebe's settings reach every page
+  twice (added as Sphinx starts, once with no file name and once with an empty one), so every
+  page declared `const THEBE_JS_URL` twice and logged an error in the browser's console.
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from myst_nb.ext.glue.utils import PendingGlueReferenceError, create_pending_glue_ref
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.docutils import SphinxDirective
+
+
+class HeroDirective(SphinxDirective):
+    required_arguments = 1  # document::key
+    has_content = True
+    option_spec = {"alt": directives.unchanged_required}
+
+    def run(self) -> list[nodes.Node]:
+        doc, sep, key = self.arguments[0].partition("::")
+        if not sep or not key:
+            raise self.error(f"hero takes document::key, got {self.arguments[0]!r}")
+        if not self.options.get("alt", "").strip():
+            raise self.error("hero needs :alt:, a sentence that says what the picture shows")
+        try:
+            ref = create_pending_glue_ref(self.state.document, *self.get_source_info(), doc, key)
+        except PendingGlueReferenceError as exc:
+            raise self.error(str(exc)) from exc
+        figure = nodes.figure("", ref, classes=["toy-hero"])
+        figure["toy_alt"] = self.options["alt"].strip()
+        if self.content:
+            holder = nodes.Element()
+            self.state.nested_parse(self.content, self.content_offset, holder)
+            first = holder[0]
+            if not isinstance(first, nodes.paragraph):
+                raise self.error("a hero's caption is a paragraph")
+            figure += nodes.caption(first.rawsource, "", *first.children)
+        return [figure]
+
+
+class HeroAltText(SphinxPostTransform):
+    """After myst-nb has replaced the pending glue reference by the picture (its transform runs
+    at priority 5): give the picture the hero's alt text."""
+
+    default_priority = 6
+
+    def run(self, **kwargs) -> None:
+        for figure in self.document.findall(nodes.figure):
+            if "toy_alt" not in figure:
+                continue
+            images = list(figure.findall(nodes.image))
+            if not images:
+                raise ValueError(f"hero {figure['toy_alt']!r}: the glued output has no picture")
+            for image in images:
+                image["alt"] = figure["toy_alt"]
+
+
+def each_script_once(app, pagename, templatename, context, doctree) -> None:
+    seen, unique = set(), []
+    for script in context.get("script_files", []):
+        # the same script added once with filename None and once with "" (from the saved environment)
+        key = (str(getattr(script, "filename", script) or ""),
+               tuple(sorted((k, str(v)) for k, v in getattr(script, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+
+
+def setup(app):
+    app.add_directive("hero", HeroDirective)
+    app.add_post_transform(HeroAltText)
+    app.connect("html-page-context", each_script_once, priority=900)  # after the handlers that add scripts
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
