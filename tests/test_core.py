@@ -12,7 +12,7 @@ from toylib import cli
 from toylib.device import cpu_threads, flush_denormals, setup
 from toylib.infer import infer, model_device
 from toylib.plot import attention_mosaic
-from toylib.targets import Target, all_met, format_table, missed, table
+from toylib.targets import Target, all_met, config_table, format_table, missed, table
 from toylib.train import History, Snapshots, TrainOptions, fit, forever, param_groups
 
 # ----------------------------------------------------------------------------- targets
@@ -50,6 +50,21 @@ def test_table_splits_machine_rows_from_the_rows_nbval_compares():
     assert len(table(rows(), machine=None).splitlines()) == 2 + 4
     with pytest.raises(ValueError, match="one per column"):
         format_table([("a", "b")], ("one", "two", "three"))
+
+
+def test_a_table_is_its_text_and_shows_as_html_with_the_verdicts_marked():
+    shown = table(rows())
+    assert str(shown) == shown and shown.rows[2] == ("loss", "< 0.1", "0.3", "NO")
+    html = shown._repr_html_()
+    assert html.count("<tr>") == 1 + 3 and '<td class="met-no">NO</td>' in html and "<th class=\"met\">met</th>" in html
+    assert "&lt; 0.1" in html  # cells are escaped
+    import pickle
+
+    assert pickle.loads(pickle.dumps(shown)).rows == shown.rows
+    settings = config_table(dataclasses.replace(rows()[0], goal="99 %"))
+    assert settings.rows[1] == ("goal", "'99 %'") and settings.header == ("setting", "value")
+    with pytest.raises(ValueError, match="dataclass instance"):
+        config_table(Target)
 
 
 # ----------------------------------------------------------------------------- inference

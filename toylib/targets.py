@@ -137,6 +137,14 @@ def format_table(rows: Iterable[Sequence], header: Sequence[str]) -> Table:
     return Table(rows, header)
 
 
+def config_table(config, header: Sequence[str] = ("setting", "value")) -> Table:
+    """A config dataclass as a table of its settings, one row each (its repr is one line,
+    thousands of pixels long on the page)."""
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise ValueError(f"config_table takes a dataclass instance, got {type(config).__name__}")
+    return Table([(f.name, repr(getattr(config, f.name))) for f in dataclasses.fields(config)], header)
+
+
 def table(targets: Iterable[Target], machine: bool | None = False) -> Table:
     """The summary as text: the machine-independent rows (machine=False, the default, what
     nbval compares), the machine-dependent ones (True), or all of them (None)."""
