@@ -61,10 +61,8 @@ class HeroAltText(SphinxPostTransform):
         for figure in self.document.findall(nodes.figure):
             if "toy_alt" not in figure:
                 continue
-            images = list(figure.findall(nodes.image))
-            if not images:
-                raise ValueError(f"hero {figure['toy_alt']!r}: the glued output has no picture")
-            for image in images:
+            # no picture: myst-nb has warned that the glued key is missing (a warning is an error)
+            for image in figure.findall(nodes.image):
                 image["alt"] = figure["toy_alt"]
 
 
