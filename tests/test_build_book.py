@@ -32,3 +32,31 @@ def test_the_chapter_timed_on_every_core_runs_alone_and_the_others_do_not():
     alone = {path.name for path, _ in build_book.executed_notebooks(build_book.yaml.safe_load(
         (ROOT / "_config.yml").read_text())) if build_book.runs_alone(path)}
     assert alone == {"sokoban.ipynb"}
+
+
+def test_executing_saves_no_widget_state(tmp_path):
+    """A widget's saved state would draw it frozen on the static page (a progress bar at 24 %)."""
+    nb = {"cells": [{"cell_type": "code", "id": "slider", "metadata": {}, "execution_count": None, "outputs": [],
+                     "source": "import ipywidgets\nipywidgets.IntSlider(3)"}],
+          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "w.ipynb"
+    path.write_text(json.dumps(nb))
+    execute_notebook = pytest.importorskip("execute_notebook")
+    execute_notebook.main([str(path)])
+    done = json.loads(path.read_text())
+    assert "widgets" not in done["metadata"]
+    assert "application/vnd.jupyter.widget-view+json" in done["cells"][0]["outputs"][0]["data"]
+
+
+def test_the_book_extension_writes_each_inline_script_once():
+    """sphinx-thebe's settings reached every page twice: a console error (THEBE_JS_URL declared twice)."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    toybook = pytest.importorskip("toybook")
+    from sphinx.builders.html._assets import _JavaScript
+
+    scripts = [_JavaScript(None, body="const THEBE_JS_URL = 1"), _JavaScript("a.js"),
+               _JavaScript("", body="const THEBE_JS_URL = 1"), _JavaScript("a.js"), _JavaScript(None, body="let b")]
+    context = {"script_files": scripts}
+    toybook.each_script_once(None, "book/life", "page.html", context, None)
+    assert context["script_files"] == [scripts[0], scripts[1], scripts[4]]
