@@ -7,7 +7,7 @@ import torch
 from toylib.device import pick_device, seed_everything
 from toylib.plot import LABEL_PT, animate, attention_grid, save_gif, training_curves
 from toylib.train import (
-    History, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatches, save_checkpoint,
+    History, Snapshots, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatches, save_checkpoint,
 )
 
 
@@ -76,6 +76,29 @@ def test_log_every_records_the_loss_between_evaluations_and_changes_nothing_else
     assert torch.equal(model.lin.weight, plain_model.lin.weight)  # logging does not change training
     with pytest.raises(ValueError, match="log_every"):
         TrainOptions(steps=10, log_every=0)
+
+
+def test_watch_sees_the_model_from_step_0_and_changes_nothing():
+    def run(watch, every):
+        seed_everything(0)
+        model = Tiny(TinyConfig())
+        batches, loss_fn = regression_task()
+        fit(model, batches, loss_fn, TrainOptions(steps=10, lr=0.05, eval_every=5), progress=False,
+            watch=watch, watch_every=every)
+        return model
+
+    shots = Snapshots(lambda m: m.lin.weight[0, 0].item())
+    watched = run(shots, 3)
+    assert shots.steps == [0, 3, 6, 9, 10]  # before any step, every 3 steps, the model returned
+    assert shots.frames[0] != shots.frames[-1]  # the first frame is the untrained model
+    assert torch.equal(watched.lin.weight, run(None, None).lin.weight)  # watching does not change training
+    shots = Snapshots(lambda m: 0)
+    run(shots, 5)
+    assert shots.steps == [0, 5, 10]  # the last step watched once
+    with pytest.raises(ValueError, match="together"):
+        run(shots, None)
+    with pytest.raises(ValueError, match="positive"):
+        run(shots, 0)
 
 
 def test_same_seed_same_training():

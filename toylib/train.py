@@ -125,6 +125,8 @@ def fit(
     callback: Callable[[int, nn.Module, History], bool | None] | None = None,
     device: torch.device | str | None = None,
     progress: bool = True,
+    watch: Callable[[int, nn.Module, History], object] | None = None,
+    watch_every: int | None = None,
 ) -> History:
     """Train `model` for at most `options.steps` batches drawn from `batches`, as `options` says.
 
@@ -140,8 +142,26 @@ def fit(
         evaluation with the best `monitor`, so that a late loss spike is never the final model.
     callback(step, model, history) runs after every evaluation (for attention snapshots,
         live plots); returning True stops training, e.g. once a target is reached.
+    watch(step, model, history) looks at the model more often than evaluation does (a
+        `Snapshots` for an animation of training): before the first step (step 0), after every
+        `watch_every` steps, and on the model `fit` returns. It runs in eval mode under
+        no_grad and cannot stop training, so training is the same with or without it.
     """
+    if (watch is None) != (watch_every is None):
+        raise ValueError("watch and watch_every go together: give both or neither")
+    if watch_every is not None and watch_every < 1:
+        raise ValueError(f"watch_every must be a positive number of steps, got {watch_every}")
     o = options
+    watched = None  # the step `watch` last saw
+
+    def look(step: int) -> None:
+        nonlocal watched
+        if watch is not None:
+            model.eval()
+            with torch.no_grad():
+                watch(step, model, history)
+            watched = step
+
     if device is not None:
         model.to(device)
     groups = param_groups(model, o.weight_decay, o.decay_all)
@@ -157,6 +177,7 @@ def fit(
     it: Iterator[Batch] = iter(batches)
     bar = tqdm(total=o.steps, disable=not progress, mininterval=0.5, leave=True)
     running, n_running, train_seconds = 0.0, 0, 0.0
+    look(0)
     for step in range(1, o.steps + 1):
         t0 = time.perf_counter()
         model.train()
@@ -173,6 +194,8 @@ def fit(
         n_running += 1
         train_seconds += time.perf_counter() - t0
         bar.update(1)
+        if watch_every is not None and step % watch_every == 0:
+            look(step)
         evaluating = step % o.eval_every == 0 or step == o.steps
         if not evaluating and not (o.log_every and step % o.log_every == 0):
             continue
@@ -210,6 +233,8 @@ def fit(
     if restore and best_state is not None and best_step != history.steps:
         model.load_state_dict(best_state)
         history.restored_step = best_step
+    if history.restored_step is not None or watched != history.steps:  # the model as returned
+        look(history.restored_step or history.steps)
     return history
 
 
