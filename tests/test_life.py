@@ -181,6 +181,35 @@ def test_tiny_training_run_learns_and_is_deterministic():
     assert 0.8 * 300 * config.batch_size < len(seen) <= 300 * config.batch_size
 
 
+def test_watching_training_takes_snapshots_from_step_0_and_changes_nothing():
+    from toylib.device import seed_everything
+    from toylib.infer import infer
+    from toylib.train import Snapshots
+
+    config = LifeConfig(grid_size=5, steps=120, eval_every=50, seed=3, val_grids=16, stop_at_target=False)
+    grid = random_grids(1, 5, np.random.default_rng(1))
+    seen = Snapshots(lambda m: infer(m, grid, numpy=True)[1][0, 0, 0])  # (cells, cells)
+    model, watched = train(config, device="cpu", progress=False, watch=seen, watch_every=20)
+    _, plain = train(config, device="cpu", progress=False)
+
+    def untimed(h):
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in h.records]
+
+    assert untimed(watched) == untimed(plain)  # looking at the model does not change its training
+    # from before the first step to the last, then the weights train returns: out of steps,
+    # it restores the best validated ones (step 100 here)
+    assert seen.steps == [0, 20, 40, 60, 80, 100, 120, 100] and watched.restored_step == 100
+    assert seen.titles[0] == "step 0"
+    seed_everything(config.seed)  # as train does before it builds the model
+    fresh = infer(SingleAttentionNet(config), grid, numpy=True)[1][0, 0, 0]
+    np.testing.assert_allclose(seen.frames[0], fresh)  # step 0 is the untrained model
+    np.testing.assert_allclose(seen.frames[-1], infer(model, grid, numpy=True)[1][0, 0, 0])
+    with pytest.raises(ValueError, match="go together"):
+        train(config, device="cpu", progress=False, watch=seen)
+    with pytest.raises(ValueError, match="positive"):
+        train(config, device="cpu", progress=False, watch=seen, watch_every=0)
+
+
 def test_for_config_builds_the_same_data_from_the_same_seed():
     config = LifeConfig(grid_size=6, batch_size=4, val_grids=32, seed=5)
     a, b = for_config(config), for_config(config)
@@ -374,3 +403,44 @@ def test_any_size_model_trains_small_and_is_exact_on_large_grids():
     assert all_met(any_size_targets(result, history.seconds, grids=20, size=64, game_size=40, game_steps=30))
     wrong = any_size_targets({"exact": 0.99, "game_exact": 0.0}, 1.0)
     assert missed(wrong) == [t.measure for t in wrong[:2]]
+
+
+def test_cell_attention_draws_one_panel_per_cell_with_one_colour_bar():
+    import matplotlib.pyplot as plt
+
+    from toylib.life.look import cell_attention
+
+    pattern = neighbour_mask(5).float().numpy() / 8  # (cells, cells): each cell reads its 8 neighbours
+    fig = cell_attention(pattern, [0, (2, 3), 24], grid=place("blinker", 5), columns=2)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == ["cell (0, 0)", "cell (2, 3)", "cell (4, 4)"]
+    np.testing.assert_allclose(panels[1].images[0].get_array(), pattern[13].reshape(5, 5))
+    assert any(ax.get_ylabel() == "attention weight" for ax in fig.axes)  # the colour bar
+    plt.close(fig)
+    with pytest.raises(ValueError, match="square grid"):
+        cell_attention(np.ones((25, 24)), [0])
+    with pytest.raises(ValueError, match="inside a 5x5 grid"):
+        cell_attention(pattern, [(5, 0)])
+    with pytest.raises(ValueError, match="5x5 like the pattern"):
+        cell_attention(pattern, [0], grid=np.zeros((6, 6), np.uint8))
+
+
+def test_hero_shows_the_models_step_beside_the_rules_and_one_cells_attention():
+    import matplotlib.pyplot as plt
+
+    from toylib.life.look import hero
+
+    model = SingleAttentionNet(LifeConfig(grid_size=6, d_model=8))
+    grid = place("glider", 6)
+    fig = hero(model, grid, cell=(1, 2))
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 4 and panels[3].get_title() == "where cell (1, 2) looks"
+    np.testing.assert_array_equal(panels[2].images[0].get_array(), life_step(grid))
+    wrong = int((predict(model, grid) != life_step(grid)).sum())
+    assert panels[1].get_xlabel() == f"{wrong} cells differ from the rule"
+    assert max(fig.get_size_inches()) <= 7.5
+    plt.close(fig)
+    with pytest.raises(ValueError, match="takes 6x6 grids"):
+        hero(model, np.zeros((5, 5), np.uint8))
+    with pytest.raises(ValueError, match=r"only 0 \(dead\) and 1"):
+        hero(model, np.full((6, 6), 2))

@@ -693,3 +693,45 @@ def test_the_post_s_model_is_a_preset():
     assert cli.configure(measure.CHAPTER) == MazeConfig()
     with pytest.raises(SystemExit):
         cli.parser(measure.CHAPTER).parse_args(["--post"])
+
+
+def test_encoder_search_reads_a_move_for_every_tile_a_walker_reaches():
+    maze = dataset.make_mazes(1, size=6, seed=3).mazes[0]
+    model = MazeNet(MazeConfig(seed=0))
+    search = maze_look.encoder_search(model, maze, [1, 3, 36])
+    layout = world.from_pixels(maze)
+    rows, cols = layout.arms.shape[:2]
+    assert search.passes == (1, 3, 36)
+    assert search.moves.shape == search.right.shape == (3, rows, cols)
+    assert search.to_end[layout.end] == 0 and search.to_end[layout.start] == len(world.shortest_path(maze))
+    reached = search.moves[0] >= 0
+    assert not reached[layout.end] and reached[layout.start]
+    assert (search.moves[:, reached] >= 0).all() and (search.moves[:, ~reached] == -1).all()
+    assert not search.right[:, ~reached].any()
+    for i, r, c in np.argwhere(search.right):  # a right move is open and one tile nearer the end
+        dr, dc = world.STEP[search.moves[i, r, c]]
+        assert search.to_end[r + dr, c + dc] == search.to_end[r, c] - 1
+    # the walker stands where teacher forcing put it: the same model solving greedily makes the same first move
+    first = solve_greedy(model, maze, iterations=3)[1]
+    assert search.moves[1][layout.start] == first
+    image = maze_look.search_image(maze, search, 2)
+    assert image.shape == (*maze.shape, 3) and 0 <= image.min() and image.max() <= 1
+    maze_look.animate_search(maze, search).to_jshtml()  # draws every frame
+    plt.close("all")
+
+
+def test_encoder_search_refuses_bad_input():
+    maze = dataset.make_mazes(1, seed=3).mazes[0]
+    model = MazeNet(MazeConfig(seed=0))
+    with pytest.raises(ValueError, match="passes"):
+        maze_look.encoder_search(model, maze, [])
+    with pytest.raises(ValueError, match="passes"):
+        maze_look.encoder_search(model, maze, [0, 2])
+    with pytest.raises(ValueError, match="MazeNet"):
+        maze_look.encoder_search(build_model(dataclasses.replace(POST, n_encoder_layers=1, n_decoder_layers=1)),
+                                 maze, [1])
+    search = maze_look.encoder_search(model, maze, [1])
+    with pytest.raises(ValueError, match="frame"):
+        maze_look.search_image(maze, search, 1)
+    with pytest.raises(ValueError, match="tiles"):
+        maze_look.search_image(dataset.make_mazes(1, size=6, seed=3).mazes[0], search, 0)

@@ -8,15 +8,20 @@ import pytest
 import torch
 from matplotlib import animation
 
+from toylib.plot import LABEL_PT
 from toylib.sokoban import dataset, net, world
 from toylib.sokoban.look import (
     NSTEPS_WORDS,
+    ROLES,
     animate_solve,
+    attention_roles,
+    board_xy,
     draw_nsteps,
     first_deadlock,
     nsteps_along,
     sokoban_widget,
     solve_frames,
+    solve_picture,
 )
 
 # The player walks round to the right of the box and pushes it three squares left onto the goal.
@@ -105,6 +110,61 @@ def test_solve_frames_refuse_bad_input():
         solve_frames(model, OPEN, [world.UNDO])
     with pytest.raises(ValueError, match="1 to 32 boards"):
         solve_frames(model, OPEN, [world.LEFT, world.RIGHT] * 16)
+
+
+def test_the_solve_animation_labels_are_readable_and_it_has_a_colour_bar():
+    model, board = tiny(), world.from_xsb(OPEN)
+    frames = solve_frames(model, board, world.shortest_solution(board))
+    anim = animate_solve(frames, dpi=30)  # points do not depend on the dpi
+    assert anim.to_jshtml().count("data:image/png;base64") == len(frames.boards)
+    fig = anim._fig
+    att = fig.axes[1]
+    labels = [*att.get_xticklabels(), *att.get_yticklabels(), att.xaxis.label]
+    assert labels and min(t.get_fontsize() for t in labels) >= LABEL_PT
+    assert len(fig.axes) == 3 and fig.axes[2].get_ylabel() == "attention weight"  # the colour bar
+    plt.close(fig)
+
+
+def test_attention_roles_sum_each_heads_attention_by_what_each_board_is():
+    model, board = tiny(), world.from_xsb(OPEN)
+    frames = solve_frames(model, board, world.shortest_solution(board))
+    roles = attention_roles(frames)
+    assert roles.shape == (2, len(ROLES))
+    np.testing.assert_allclose(roles.sum(-1), 1, atol=1e-5)
+    one = frames._replace(attention=np.zeros_like(frames.attention))
+    one.attention[:, :, 0] = 1  # every board looks only at the goal
+    np.testing.assert_allclose(attention_roles(one), [[1, 0, 0, 0, 0]] * 2)
+    for k in range(len(frames.boards)):
+        one.attention[k] = 0
+        one.attention[k, :, k + 1] = 1  # ... and now only at itself
+    np.testing.assert_allclose(attention_roles(one), [[0, 0, 0, 0, 1]] * 2)
+    with pytest.raises(ValueError, match="at least 3 boards"):
+        attention_roles(solve_frames(model, board, [world.RIGHT]))
+
+
+def test_board_xy_is_the_centre_of_a_square():
+    assert board_xy(0, 16) == (8.0, 8.0)
+    assert board_xy(8 * 2 + 5, 10) == (55.0, 25.0)  # row 2, column 5
+    for bad in (-1, 64, 1.5):
+        with pytest.raises(ValueError, match="a square is 0..63"):
+            board_xy(bad, 16)
+
+
+def test_solve_picture_draws_the_route_and_each_heads_share():
+    model, board = tiny(), world.from_xsb(OPEN)
+    frames = solve_frames(model, board, world.shortest_solution(board))
+    fig = solve_picture(frames)
+    ax, att, bar = fig.axes
+    assert ax.get_title() == "solved in 6 moves" and len(ax.lines) == 4  # two routes, two end marks
+    assert [t.get_text() for t in att.get_yticklabels()] == ["head 0", "head 1"]
+    assert len(att.texts) == 2 * len(ROLES) and bar.get_ylabel() == "share of attention"
+    texts = [*att.texts, *att.get_xticklabels(), *att.get_yticklabels(), *ax.get_xticklabels()]
+    assert min(t.get_fontsize() for t in texts) >= LABEL_PT
+    w, h = fig.get_size_inches()
+    assert w <= 7 and h <= 4
+    plt.close(fig)
+    with pytest.raises(ValueError, match="at least 2 moves"):
+        solve_picture(solve_frames(model, board, [world.RIGHT]))
 
 
 def test_nsteps_along_a_solution_marks_bfs_moves_left():

@@ -393,3 +393,48 @@ def test_play_widget_answers_a_click_with_the_models_move():
     side.value = world.O  # the model opens as X
     assert [b.description for b in buttons].count("X") == 1 and status.value == "your move"
 
+
+
+def test_game_frames_hold_the_final_position():
+    model = net.TicTacToeNet(net.TicTacToeConfig())
+    frames, titles = look.game_frames(model, side=O, cell=6)
+    held, held_titles = look.game_frames(model, side=O, cell=6, hold=3)
+    assert len(held) == len(frames) + 3 and len(held_titles) == len(held)
+    assert np.array_equal(held[: len(frames)], frames) and (held[-3:] == frames[-1]).all()
+    assert held_titles[-4:] == [titles[-1]] * 4
+    with pytest.raises(ValueError, match="hold"):
+        look.game_frames(model, hold=-1)
+
+
+def test_position_attention_draws_every_head_with_a_colour_bar():
+    import matplotlib.pyplot as plt
+
+    cfg = net.TicTacToeConfig(n_layers=2, n_heads=4)
+    fig = look.position_attention(net.TicTacToeNet(cfg), world.parse_board("XX. OO. ..."), "a win", columns=4)
+    panels = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+    assert len(panels) == 8 and any(ax.get_label() == "<colorbar>" for ax in fig.axes)
+    names = [t.get_text() for t in panels[0].get_yticklabels()]
+    assert names[0] == "0" and names[1] == "" and len(names) == 17  # every other token named
+    plt.close(fig)
+    with pytest.raises(ValueError, match="cells must be"):
+        look.position_attention(net.TicTacToeNet(cfg), (3,) * 9, "bad")
+
+
+def test_move_and_attention_shows_each_position_and_refuses_bad_input():
+    import matplotlib.pyplot as plt
+
+    model = net.TicTacToeNet(net.TicTacToeConfig(n_layers=2, n_heads=2))
+    boards = [world.parse_board("XX. OO. ..."), world.parse_board("XO. .O. ..X")]
+    fig = look.move_and_attention(model, boards, ["win", "block"], layer=1, head=0)
+    w, h = fig.get_size_inches()
+    assert w <= 8 and h <= 5  # a still for the landing page
+    titles = [ax.get_title() for ax in fig.axes]
+    assert sum(t.startswith("win:") for t in titles) == 1 and sum(t.startswith("where cell") for t in titles) == 2
+    assert sum(ax.get_label() == "<colorbar>" for ax in fig.axes) == 2
+    plt.close(fig)
+    with pytest.raises(ValueError, match="layer 2"):
+        look.move_and_attention(model, boards, ["win", "block"], layer=2, head=0)
+    with pytest.raises(ValueError, match="one title per board"):
+        look.move_and_attention(model, boards, ["win"], layer=0, head=0)
+    with pytest.raises(ValueError, match="finished game"):
+        look.move_and_attention(model, [world.parse_board("XXX OO. ...")], ["won"], layer=0, head=0)

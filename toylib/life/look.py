@@ -1,13 +1,120 @@
-"""Looking at a trained Life model: an interactive board it steps beside the true rule."""
+"""Looking at a trained Life model: where each cell's attention goes, laid out on the grid;
+the chapter's opening picture (the model's step beside the rule's, and one cell's attention);
+an interactive board it steps beside the true rule."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 
+from toylib.infer import infer
 from toylib.life.dataset import random_grids
 from toylib.life.measure import model_run
-from toylib.life.net import SingleAttentionNet
-from toylib.life.world import PATTERNS, life_run, place
+from toylib.life.net import SingleAttentionNet, predict
+from toylib.life.world import PATTERNS, check_grids, life_run, life_step, place
+from toylib.plot import DPI, LABEL_PT, TITLE_PT
+
+
+# ----------------------------------------------------------------------------- pictures
+
+
+def _cells(cells, size: int) -> list[tuple[int, int]]:
+    """Cells given as (row, column) pairs or as numbers counted row by row -> (row, column)."""
+    out = [tuple(divmod(int(c), size)) if np.ndim(c) == 0 else tuple(int(v) for v in c) for c in cells]
+    bad = [c for c in out if len(c) != 2 or not (0 <= c[0] < size and 0 <= c[1] < size)]
+    if bad or not out:
+        raise ValueError(f"cells must be (row, column) inside a {size}x{size} grid, got {list(cells)}")
+    return out
+
+
+def _attention_map(ax, weights: np.ndarray, cell: tuple[int, int], vmax: float, grid: np.ndarray | None):
+    """One cell's attention over the grid, the cell outlined in red, live cells as dots."""
+    image = ax.imshow(weights, cmap="viridis", vmin=0, vmax=vmax, interpolation="nearest")
+    r, c = cell
+    ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="red", lw=2))
+    if grid is not None:
+        rows, cols = np.nonzero(grid)
+        ax.scatter(cols, rows, s=4, c="white", edgecolors="none", alpha=0.8)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return image
+
+
+def cell_attention(pattern, cells, *, grid: np.ndarray | None = None, vmax: float | None = None,
+                   columns: int | None = None, size: float = 1.35):
+    """Each listed cell's attention laid out on the grid: one panel per cell, the cell
+    outlined in red, one colour bar for all. pattern: (cells, cells), one grid's attention
+    (row i: cell i's weights over every cell, cells numbered row by row). cells: (row, column)
+    pairs or cell numbers. grid: that grid, to mark its live cells as white dots. Returns
+    the Figure."""
+    p = np.asarray(pattern, dtype=float)
+    side = int(round(np.sqrt(p.shape[-1]))) if p.ndim == 2 else 0
+    if p.ndim != 2 or p.shape[0] != p.shape[1] or side * side != p.shape[0]:
+        raise ValueError(f"pattern must be (cells, cells) of a square grid, got shape {p.shape}")
+    chosen = _cells(cells, side)
+    if grid is not None:
+        grid = check_grids(grid)
+        if grid.shape != (side, side):
+            raise ValueError(f"grid must be {side}x{side} like the pattern, got shape {grid.shape}")
+    vmax = float(p.max()) if vmax is None else vmax
+    n_cols = min(columns or len(chosen), len(chosen))
+    n_rows = -(-len(chosen) // n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size * n_cols + 1.0, size * n_rows + 0.3), squeeze=False,
+                             dpi=DPI, layout="constrained")
+    image = None
+    for ax, cell in zip(axes.flat, chosen):
+        image = _attention_map(ax, p[cell[0] * side + cell[1]].reshape(side, side), cell, vmax, grid)
+        ax.set_title(f"cell {cell}", fontsize=LABEL_PT)
+    for ax in list(axes.flat)[len(chosen):]:
+        ax.axis("off")
+    bar = fig.colorbar(image, ax=axes, shrink=0.9, aspect=20)
+    bar.set_label("attention weight", fontsize=LABEL_PT)
+    bar.ax.tick_params(labelsize=LABEL_PT)
+    return fig
+
+
+def hero(model: SingleAttentionNet, grid: np.ndarray, cell=None):
+    """The chapter's opening picture, in one row: a grid, the model's next generation, the
+    rule's, and where one cell (default: the middle one) looks, its attention laid out on the
+    grid with the grid's live cells as dots. The model's panel marks in red any cell that
+    differs from the rule. Returns the Figure (7.4 x 2.5 inches)."""
+
+    size = model.config.grid_size
+    grid = check_grids(grid)
+    if grid.shape != (size, size):
+        raise ValueError(f"this model takes {size}x{size} grids, got shape {grid.shape}")
+    (cell,) = _cells([(size // 2, size // 2)] if cell is None else [cell], size)
+    ours, truth = predict(model, grid[None])[0], life_step(grid)
+    pattern = infer(model, grid[None], numpy=True)[1][0, 0, 0]  # (cells, cells)
+    weights = pattern[cell[0] * size + cell[1]].reshape(size, size)
+    wrong = int((ours != truth).sum())
+    fig, axes = plt.subplots(1, 4, figsize=(7.4, 2.5), dpi=DPI, layout="constrained")
+    for ax, g, title in zip(axes, (grid, ours, truth), ("a grid", "the model's next", "the rule's next")):
+        ax.imshow(g, cmap="Greys", vmin=0, vmax=1, interpolation="nearest")
+        ax.set_title(title, fontsize=TITLE_PT)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    rows, cols = np.nonzero(ours != truth)
+    axes[1].scatter(cols, rows, s=30, marker="s", facecolors="none", edgecolors="red")
+    axes[1].set_xlabel(f"{wrong} cells differ from the rule", fontsize=LABEL_PT)
+    image = _attention_map(axes[3], weights, cell, float(weights.max()), grid)
+    axes[3].set_title(f"where cell {cell} looks", fontsize=TITLE_PT)
+    axes[3].set_xlabel(f"its 8 neighbours: {100 * weights[_ring(cell, size)].sum():.1f} %", fontsize=LABEL_PT)
+    bar = fig.colorbar(image, ax=axes[3], shrink=0.8, aspect=15)
+    bar.set_label("attention weight", fontsize=LABEL_PT)
+    bar.ax.tick_params(labelsize=LABEL_PT)
+    return fig
+
+
+def _ring(cell: tuple[int, int], size: int) -> np.ndarray:
+    """(size, size) boolean: the 8 torus neighbours of `cell`."""
+    ring = np.zeros((size, size), bool)
+    r, c = cell
+    for dr in (-1, 0, 1):
+        for dc in (-1, 0, 1):
+            if dr or dc:
+                ring[(r + dr) % size, (c + dc) % size] = True
+    return ring
 
 
 # ----------------------------------------------------------------------------- for readers with a kernel

@@ -313,7 +313,8 @@ def life_loss(model: SingleAttentionNet, batch: tuple[torch.Tensor, torch.Tensor
 
 
 def train(config: LifeConfig, data: LifeData | None = None, device: torch.device | str | None = None,
-          callback: Callback | None = None, progress: bool = True) -> tuple[LifeNet, History]:
+          callback: Callback | None = None, progress: bool = True, *,
+          watch: Callback | None = None, watch_every: int | None = None) -> tuple[LifeNet, History]:
     """Build a model from `config` and train it on `data` (by default `for_config(config)`):
     fresh random grids every batch, whose hashes `data.seen` collects, so that the test grids
     can leave out every grid training saw.
@@ -322,6 +323,11 @@ def train(config: LifeConfig, data: LifeData | None = None, device: torch.device
     exactly). With config.stop_at_target, training stops at the first validation with every
     grid exact and the attention settled on the neighbours; if that never happens, the best
     validated weights are restored at the end. Returns (model, history).
+
+    callback(step, model, history) runs after every validation and may stop training.
+    watch(step, model, history) (a `toylib.train.Snapshots`, say) looks at the model more often
+    than validation does, from step 0 (`fit`'s `watch`, every `watch_every` steps); training is
+    the same with or without it.
     """
     data = for_config(config) if data is None else data
     seed_everything(config.seed)  # the weights; the grids come from data's own streams
@@ -340,5 +346,5 @@ def train(config: LifeConfig, data: LifeData | None = None, device: torch.device
     with flush_denormals():  # the attention's tail underflows as it settles: see flush_denormals
         history = fit(model, data.batches(), lambda m, b: life_loss(m, b, config.label_smoothing),
                       config.train_options(), eval_fn=evaluate, callback=stop_when(at_target, callback),
-                      device=device, progress=progress)
+                      device=device, progress=progress, watch=watch, watch_every=watch_every)
     return model, history

@@ -1,10 +1,13 @@
-"""Inside a maze model: where the decoder's cross-attention heads look, the model without
-some of them, the frames of it solving a maze, and a maze to edit that it solves as you go."""
+"""Inside a maze model: what the looped encoder knows after each pass (its search from the
+end), where the decoder's cross-attention heads look, the model without some of them, the
+frames of it solving a maze, and a maze to edit that it solves as you go."""
 
 from __future__ import annotations
 
 import copy
+from collections import deque
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -13,14 +16,194 @@ from toylib.attention import DecoderBlock
 from toylib.draws import stream
 from toylib.infer import infer
 from toylib.maze.dataset import PAD, MazeSet, solution_tensor, start_tiles, walk_tiles
-from toylib.maze.net import MazeModel, _Run, solve_greedy
-from toylib.maze.world import (CENTRE, MOVE_NAMES, STOP, TILE, Layout, MazeState, _walk, check_pixels,
-                               check_solution, exits, from_pixels, random_maze, to_pixels)
+from toylib.infer import model_device
+from toylib.maze.net import MazeModel, MazeNet, Memory, _Run, solve_greedy
+from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, Layout, MazeState, _walk,
+                               check_pixels, check_solution, exits, from_pixels, random_maze, to_pixels)
+from toylib.plot import LABEL_PT, animate
 
 
-# ----------------------------------------------------------------------------- look inside
+# ----------------------------------------------------------------------------- the encoder's search
 
-PLACES = ("the walker's tile", "the next tile", "beside the next tile", "elsewhere")
+
+class Search(NamedTuple):
+    """What the looped encoder knows after some numbers of passes, read through the decoder."""
+
+    passes: tuple[int, ...]  # the numbers of encoder passes read, one frame each
+    moves: np.ndarray  # (P, R, C) int: the move the model makes with the walker on each tile; -1 where
+    #                    no walker from the start can stand, and on the end
+    right: np.ndarray  # (P, R, C) bool: that move goes one tile nearer the end (a shortest path's move)
+    to_end: np.ndarray  # (R, C) int: moves from each tile to the end by a shortest path; -1 if cut off
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+
+def _bfs_tiles(ex: np.ndarray, source: tuple[int, int]) -> tuple[np.ndarray, dict]:
+    """Breadth-first search over the tiles from `source`: ((R, C) moves from it, -1 where
+    unreachable; {tile: (the tile before it, the move from there)})."""
+    dist = np.full(ex.shape[:2], -1)
+    dist[source] = 0
+    before, queue = {}, deque([source])
+    while queue:
+        r, c = queue.popleft()
+        for k, m in enumerate(DIRECTIONS):
+            nxt = (r + STEP[m][0], c + STEP[m][1])
+            if ex[r, c, k] and dist[nxt] < 0:
+                dist[nxt] = dist[r, c] + 1
+                before[nxt] = ((r, c), m)
+                queue.append(nxt)
+    return dist, before
+
+
+def encoder_search(model: MazeNet, maze, passes: Sequence[int]) -> Search:
+    """The looped encoder's search, read through the decoder: after each number of encoder
+    passes in `passes`, the move the model makes with the walker on each tile it can reach
+    from the start. The walker is put on a tile by teacher forcing a shortest path from the
+    start to it (START, then its moves): one batched decoder call per number of passes, over
+    every reachable tile at once. A move is right when it goes one tile nearer the end, as
+    every move of a shortest path does."""
+    if not isinstance(model, MazeNet):
+        raise ValueError(f"the search is the looped encoder's: model must be a MazeNet, got {type(model).__name__}")
+    pixels = check_pixels(maze)
+    layout = from_pixels(pixels)
+    passes = tuple(int(k) for k in passes)
+    if not passes or min(passes) < 1:
+        raise ValueError(f"passes must be a non-empty list of pass counts >= 1, got {list(passes)}")
+    ex = exits(layout.arms)
+    to_end = _bfs_tiles(ex, layout.end)[0]
+    from_start, before = _bfs_tiles(ex, layout.start)
+    tiles = [tuple(t) for t in np.argwhere(from_start >= 0) if tuple(t) != layout.end]
+    paths = []
+    for t in tiles:  # START and the moves of a shortest path from the start to t
+        path = []
+        while t != layout.start:
+            t, m = before[t]
+            path.append(m)
+        paths.append([START, *reversed(path)])
+    longest = max(map(len, paths))
+    device = model_device(model)
+    # (n, longest): STOP after the path leaves the walker where it is, and the decoder is causal anyway
+    tokens = torch.tensor([p + [STOP] * (longest - len(p)) for p in paths], device=device)
+    last = torch.tensor([len(p) - 1 for p in paths], device=device)  # (n,) where each walker stands on its tile
+    x = torch.from_numpy(pixels[None]).to(device)  # (1, H, W)
+    rows, cols = zip(*tiles)
+    moves = np.full((len(passes), *ex.shape[:2]), -1)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for i, k in enumerate(passes):
+                memory = model.encode(x, iterations=k, keep=False)
+                n = len(tiles)
+                shared = Memory(memory.states.expand(n, -1, -1), None, memory.start.expand(n, -1), memory.shape)
+                logits = model.decode(tokens, shared)[0]  # (n, longest, N_MOVES)
+                moves[i, rows, cols] = logits[torch.arange(n, device=device), last].argmax(-1).cpu().numpy()
+    finally:
+        model.train(was_training)
+    right = np.zeros(moves.shape, bool)
+    for r, c in tiles:
+        for i, m in enumerate(moves[:, r, c]):
+            if m in STEP and ex[r, c, DIRECTIONS.index(m)]:
+                nr, nc = r + STEP[m][0], c + STEP[m][1]
+                right[i, r, c] = to_end[r, c] > 0 and to_end[nr, nc] == to_end[r, c] - 1
+    return Search(passes, moves, right, to_end, layout.start, layout.end)
+
+
+# colours of a search picture: walls, open floor no walker reaches, a tile whose move is right or not
+_SEARCH_RGB = {"wall": "#23262f", "floor": "#f2eee3", "right": "#4daf4a", "wrong": "#b3b3b3",
+               "start": "#17becf", "end": "#d62728"}
+
+
+def _rgb(colour: str) -> np.ndarray:
+    return np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)]) / 255
+
+
+def search_image(maze, search: Search, i: int) -> np.ndarray:
+    """(H, W, 3) RGB: the maze after `search.passes[i]` passes, each reachable tile's open
+    pixels green where the model's move is right and grey where it is not; start cyan, end red."""
+    pixels = check_pixels(maze)
+    if not -len(search.passes) <= i < len(search.passes):
+        raise ValueError(f"frame {i} of a search of {len(search.passes)} frames")
+    if search.moves.shape[1:] != tuple(s // TILE for s in pixels.shape):
+        raise ValueError(f"the search is of a {search.moves.shape[1:]} maze, this maze has "
+                         f"{tuple(s // TILE for s in pixels.shape)} tiles")
+    image = np.where((pixels > 0)[..., None], _rgb(_SEARCH_RGB["floor"]), _rgb(_SEARCH_RGB["wall"]))
+    block = np.ones((TILE, TILE), bool)
+    for what, where in (("right", search.right[i]), ("wrong", (search.moves[i] >= 0) & ~search.right[i])):
+        image[np.kron(where, block).astype(bool) & (pixels > 0)] = _rgb(_SEARCH_RGB[what])
+    for what, (r, c) in (("start", search.start), ("end", search.end)):
+        image[r * TILE + CENTRE, c * TILE + CENTRE] = _rgb(_SEARCH_RGB[what])
+    return image
+
+
+def _arrows(ax, search: Search, i: int):
+    """Draw each tile's move as an arrow, and rings round the start and the end; returns the
+    quiver, whose `set_UVC` moves the arrows."""
+    rows, cols = np.mgrid[: search.moves.shape[1], : search.moves.shape[2]]
+    for what, (r, c) in (("start", search.start), ("end", search.end)):
+        ax.plot(c * TILE + CENTRE, r * TILE + CENTRE, "o", mfc="none", mec=_SEARCH_RGB[what], ms=13, mew=3)
+    quiver = ax.quiver(cols * TILE + CENTRE, rows * TILE + CENTRE, *_arrow_uv(search, i), angles="xy",
+                       scale_units="xy", scale=1, pivot="middle", color="#23262f", width=0.012, headwidth=3.5,
+                       headlength=3.5, headaxislength=3)
+    return quiver
+
+
+def _arrow_uv(search: Search, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """(R, C) x and y lengths (pixels) of each tile's arrow; NaN (no arrow) where it makes no move."""
+    m = search.moves[i]
+    u, v = np.full(m.shape, np.nan), np.full(m.shape, np.nan)
+    for move, (dr, dc) in STEP.items():
+        u[m == move], v[m == move] = 3.2 * dc, 3.2 * dr  # image rows grow downwards, as y does here
+    return u, v
+
+
+def draw_search(ax, maze, search: Search, i: int, walk: Sequence[int] | None = None):
+    """Draw frame `i` of a search on `ax`: `search_image` with each tile's move as an arrow,
+    and optionally a walk (moves, START first) through the tile centres in orange."""
+    ax.imshow(search_image(maze, search, i), interpolation="nearest")
+    _arrows(ax, search, i)
+    if walk is not None:
+        tiles = _walk(MazeState.start_of(check_pixels(maze)), list(walk))[0]
+        r, c = (np.array(x) * TILE + CENTRE for x in zip(*tiles))
+        ax.plot(c, r, color="#ff7f0e", lw=3, alpha=0.8, solid_capstyle="round")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return ax
+
+
+def search_legend(where, **kwargs):
+    """A legend for search pictures (on a figure or an axes): what green and grey tiles mean."""
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=_SEARCH_RGB["right"], label="its move leads one tile nearer the end"),
+               Patch(color=_SEARCH_RGB["wrong"], label="it does not (yet)"),
+               Patch(color=_SEARCH_RGB["start"], label="start"), Patch(color=_SEARCH_RGB["end"], label="end")]
+    return where.legend(handles=handles, fontsize=LABEL_PT, frameon=False, **kwargs)
+
+
+def animate_search(maze, search: Search, size: float = 4.5, interval: int = 400):
+    """An animation of the search, one frame per entry of `search.passes`: `draw_search`'s
+    picture, titled with the pass and the share of reachable tiles whose move is right."""
+    images = np.stack([search_image(maze, search, i) for i in range(len(search.passes))])  # (P, H, W, 3)
+    reachable = (search.moves >= 0).sum((1, 2))  # (P,)
+    total = int(search.moves.shape[1] * search.moves.shape[2])
+    titles = [f"after pass {k} of {total}: {search.right[i].sum()} of {reachable[i]} tiles point the right way"
+              for i, k in enumerate(search.passes)]
+
+    def decorate(fig, axes):
+        quiver = _arrows(axes[0], search, 0)
+        fig.set_size_inches(size + 0.8, size + 1.3)
+        search_legend(axes[0], loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=2)
+        return lambda k: quiver.set_UVC(*_arrow_uv(search, k))
+
+    anim = animate({"": images}, frame_titles=titles, size=size, interval=interval, decorate=decorate)
+    return anim
+
+
+# ----------------------------------------------------------------------------- the decoder
+
+# Where a head's strongest tile is, relative to the walker; each step counts in the first that fits
+PLACES = ("the walker's tile", "the next tile", "another neighbour of the next tile", "elsewhere")
 
 
 def _strongest_tiles(model: MazeModel, pixels: torch.Tensor, moves: torch.Tensor) -> torch.Tensor:

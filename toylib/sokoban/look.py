@@ -8,15 +8,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib import animation
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from toylib.decode import greedy_decode
 from toylib.draws import stream
 from toylib.infer import evaluating
-from toylib.plot import animate
+from toylib.plot import DPI, LABEL_PT, TITLE_PT, animate
 from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, _replay, nsteps_class
 from toylib.sokoban.measure import START, Walks
 from toylib.sokoban.net import SokobanPolicy
@@ -158,11 +160,12 @@ def solve_frames(model: SokobanPolicy, board: Board | str, actions: Sequence[int
     return SolveFrames(boards, actions, images, attention, nsteps, titles, boards[-1].is_goal())
 
 
-def animate_solve(frames: SolveFrames, size: float = 2.4, dpi: int = 70,
-                  interval: int = 600) -> animation.FuncAnimation:
+def animate_solve(frames: SolveFrames, size: float = 2.6, dpi: int = DPI,
+                  interval: int = 700) -> animation.FuncAnimation:
     """The board beside its attention, one frame per step: heads down, keys across (the goal,
     then boards 0, 1, ...), the keys the board cannot see yet left blank and its own key
-    outlined. Show it with `toylib.plot.show_animation`."""
+    outlined, on one colour scale from 0 to 1 with its colour bar. Show it with
+    `toylib.plot.show_animation`."""
     from matplotlib.patches import Rectangle
 
     t, heads, width = frames.attention.shape
@@ -171,17 +174,91 @@ def animate_solve(frames: SolveFrames, size: float = 2.4, dpi: int = 70,
     def decorate(fig, axes):
         att = axes[1]
         att.set_aspect("auto")
-        every = max(1, width // 8)
+        every = max(1, -(-width // 8))  # at most 8 labels: 9 pt needs the room
         ticks = [0, *range(1 + every, width, every)]  # board 0 (key 1) unlabelled: "goal" needs the room
-        att.set_xticks(ticks, ["goal" if k == 0 else str(k - 1) for k in ticks], fontsize=7)
-        att.set_yticks(range(heads), [f"head {h}" for h in range(heads)], fontsize=7)
-        att.set_xlabel("key: the goal, then board 0, 1, ...", fontsize=7)
-        own = att.add_patch(Rectangle((0.5, -0.5), 1, heads, fill=False, ec="#17becf", lw=1.5))
+        att.set_xticks(ticks, ["goal" if k == 0 else str(k - 1) for k in ticks], fontsize=LABEL_PT)
+        att.set_yticks(range(heads), [f"head {h}" for h in range(heads)], fontsize=LABEL_PT)
+        att.set_xlabel("key: the goal, then board 0, 1, ...", fontsize=LABEL_PT)
+        bar = fig.colorbar(att.images[0], ax=att, fraction=0.05, pad=0.03)
+        bar.set_label("attention weight", fontsize=LABEL_PT)
+        bar.ax.tick_params(labelsize=LABEL_PT)
+        own = att.add_patch(Rectangle((0.5, -0.5), 1, heads, fill=False, ec="#17becf", lw=2))
         return lambda k: own.set_x(k + 0.5)  # board k is key k + 1
 
-    return animate({"the board": frames.images, "the policy's attention": shown},
+    return animate({"the board": frames.images, "the policy's attention, last layer": shown},
                    frame_titles=frames.titles, cmap=[None, "magma"], vmin=0, vmax=1, size=size,
                    dpi=dpi, interval=interval, width_ratios=(1, 1.8), decorate=decorate)
+
+
+# What a board's key is to the board that looks at it: the goal, the start board, a board in
+# between, the board just before, or the board itself (the columns of `attention_roles`).
+ROLES = ("goal", "start board", "boards between", "board before", "itself")
+
+
+def attention_roles(frames: SolveFrames) -> np.ndarray:
+    """(heads, len(ROLES)): each head's attention over a solve, summed by what each key is to
+    the board that looks (`ROLES`), and averaged over the boards from step 2 on (before it,
+    the start board is also the board before or the board itself). Each row sums to 1."""
+    t, heads, _ = frames.attention.shape
+    if t < 3:
+        raise ValueError(f"attention_roles needs a solve of at least 3 boards (2 moves), got {t}")
+    shares = np.zeros((t - 2, heads, len(ROLES)))
+    for i, k in enumerate(range(2, t)):  # board k looks at keys 0 (goal), 1 (board 0) .. k + 1 (itself)
+        row = frames.attention[k]  # (heads, width)
+        shares[i, :, 0] = row[:, 0]
+        shares[i, :, 1] = row[:, 1]
+        shares[i, :, 2] = row[:, 2:k].sum(-1)  # boards 1 .. k - 2
+        shares[i, :, 3] = row[:, k]
+        shares[i, :, 4] = row[:, k + 1]
+    return shares.mean(0)
+
+
+def board_xy(square: int, px: int) -> tuple[float, float]:
+    """The pixel centre (x, y) of a square of a board rendered `px` pixels a square."""
+    if not isinstance(square, (int, np.integer)) or not 0 <= square < SIZE * SIZE:
+        raise ValueError(f"a square is 0..{SIZE * SIZE - 1}, got {square!r}")
+    row, col = divmod(int(square), SIZE)
+    return (col + 0.5) * px, (row + 0.5) * px
+
+
+def solve_picture(frames: SolveFrames, title: str | None = None, size: tuple[float, float] = (7.0, 3.6)) -> Figure:
+    """A still of a solve, for a reader's first look: on the left the start board with the
+    player's route (blue) and the box's (orange); on the right `attention_roles`, what each
+    head of the layer of `frames` looks at over the solve, with the shares written in and
+    its colour bar."""
+    if len(frames.boards) < 3:
+        raise ValueError("solve_picture needs a solve of at least 2 moves")
+    px = frames.images.shape[1] // SIZE
+    roles = attention_roles(frames)  # (heads, roles)
+    heads = roles.shape[0]
+    fig, (ax, att) = plt.subplots(1, 2, figsize=size, dpi=DPI, gridspec_kw={"width_ratios": (1, 1.35)},
+                                  layout="constrained")
+    ax.imshow(frames.images[0], interpolation="nearest")
+    for square, colour, width in (([b.player for b in frames.boards], "#1f77b4", 2.0),
+                                  ([b.box for b in frames.boards], "#ff7f0e", 3.0)):
+        xy = np.array([board_xy(s, px) for s in square])  # (T, 2)
+        ax.plot(xy[:, 0], xy[:, 1], "-", color=colour, lw=width, alpha=0.9, solid_capstyle="round")
+        ax.plot(*xy[-1], "o", color=colour, ms=5)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    moves = len(frames.actions)
+    ax.set_title(f"{'solved' if frames.solved else 'not solved'} in {moves} moves", fontsize=TITLE_PT)
+    ax.set_xlabel("route: player blue, box orange", fontsize=LABEL_PT)
+    image = att.imshow(roles, cmap="magma", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    for h in range(heads):
+        for r in range(len(ROLES)):
+            share = roles[h, r]
+            att.text(r, h, f"{100 * share:.0f}", ha="center", va="center", fontsize=LABEL_PT,
+                     color="black" if share > 0.6 else "white")
+    att.set_xticks(range(len(ROLES)), [r.replace(" ", "\n") for r in ROLES], fontsize=LABEL_PT)
+    att.set_yticks(range(heads), [f"head {h}" for h in range(heads)], fontsize=LABEL_PT)
+    att.set_title("last layer: where each head looks (%)", fontsize=TITLE_PT)
+    bar = fig.colorbar(image, ax=att, fraction=0.06, pad=0.03)
+    bar.set_label("share of attention", fontsize=LABEL_PT)
+    bar.ax.tick_params(labelsize=LABEL_PT)
+    if title:
+        fig.suptitle(title, fontsize=TITLE_PT)
+    return fig
 
 
 class NstepsAlong(NamedTuple):
@@ -248,12 +325,12 @@ def draw_nsteps(ax: Axes, along: NstepsAlong, title: str | None = None) -> Axes:
     if other.any():
         ax.scatter(steps[other], along.target[other], s=40, marker="x", c="#ff7f0e",
                    label="training's target")
-    ax.set_yticks(range(N_NSTEPS), NSTEPS_WORDS, fontsize=7)
-    ax.set_xticks(steps[:: max(1, t // 10)])
-    ax.tick_params(axis="x", labelsize=7)
-    ax.set_xlabel("step", fontsize=8)
+    ax.set_yticks(range(N_NSTEPS), NSTEPS_WORDS, fontsize=LABEL_PT)
+    ax.set_xticks(steps[:: max(1, -(-t // 12))])
+    ax.tick_params(axis="x", labelsize=LABEL_PT)
+    ax.set_xlabel("step", fontsize=LABEL_PT)
     if title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=LABEL_PT)
     return ax
 
 

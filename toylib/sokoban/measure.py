@@ -19,7 +19,7 @@ from toylib.sokoban import dataset, net
 from toylib.sokoban.dataset import SokobanSet
 from toylib.sokoban.net import Accuracies, SokobanConfig, SokobanPolicy, accuracies
 from toylib.sokoban.world import ACTION_NAMES, CHANNELS, SIZE, UNDO, Board, Play, encode, neighbours
-from toylib.targets import Target, format_table, pct, time_target
+from toylib.targets import Table, Target, format_table, pct, time_target
 
 # ----------------------------------------------------------------------------- solving with the policy
 
@@ -337,7 +337,7 @@ def post_rows(acc: Accuracies, beam: Solves) -> list[float]:
             beam.mean_length]
 
 
-def post_table(ours: tuple[Accuracies, Solves], baseline: tuple[Accuracies, Solves]) -> str:
+def post_table(ours: tuple[Accuracies, Solves], baseline: tuple[Accuracies, Solves]) -> Table:
     """The post's table with ours beside it: transformer and baseline, the post's and ours."""
     rows = [(name, f"{p[0]:.3f}", f"{o:.3f}", f"{p[1]:.3f}", f"{b:.3f}")
             for (name, p), o, b in zip(POST_TABLE.items(), post_rows(*ours), post_rows(*baseline))]

@@ -1,15 +1,21 @@
-"""Looking inside a trained model: where each head puts its attention, a whole game as
-frames for an animation, and a board to play against the model in a running kernel."""
+"""Looking inside a trained model: where each head puts its attention, the move a model makes
+beside where the cell it plays looks, a whole game as frames for an animation, and a board to
+play against the model in a running kernel."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
+from matplotlib.figure import Figure
 
 from toylib.infer import infer
+from toylib.plot import DPI, LABEL_PT, attention_grid
 from toylib.tictactoe.measure import Policy, model_policy
-from toylib.tictactoe.net import TOKEN_RELATIONS, TicTacToeNet, check_boards_tensor, model_moves
+from toylib.tictactoe.net import TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet, check_boards_tensor, model_moves
 from toylib.tictactoe.world import EMPTY, LINES, O, SYMBOLS, X, TicTacToe, best_move, board_image, threats, to_move
 
 
@@ -70,10 +76,100 @@ def attention_profile(model: TicTacToeNet, boards: torch.Tensor) -> tuple[list[t
 # ----------------------------------------------------------------------------- pictures
 
 
-def game_frames(model: TicTacToeNet, side: int = X, opponent: Policy | None = None, cell: int = 15) -> tuple[np.ndarray, list[str]]:
+# Every other token named: 17 names at 9 pt do not fit a panel a quarter of the page wide.
+TOKEN_TICKS = [name if k % 2 == 0 else "" for k, name in enumerate(TOKEN_NAMES)]
+
+
+def position_attention(model: TicTacToeNet, board: Sequence[int], title: str, columns: int = 4,
+                       size: float = 1.75) -> Figure:
+    """Every layer's and head's attention pattern on one position, `columns` panels a row, on
+    one colour scale with its colour bar. The 17 tokens are the 9 cells, then the 3 rows, the
+    3 columns, the diagonal and the anti-diagonal; a white line in each panel parts the cells
+    from the lines, and every other token is named."""
+    boards = torch.tensor([tuple(board)])  # (1, 9)
+    check_boards_tensor(boards)
+    patterns = infer(model, boards)[2][0].float()  # (layer, head, 17, 17)
+    fig = attention_grid(patterns, title=title, size=size, labels=TOKEN_TICKS, columns=columns)
+    for ax in fig.axes:
+        if ax.images and ax.get_label() != "<colorbar>":
+            ax.axhline(8.5, color="white", lw=0.8)
+            ax.axvline(8.5, color="white", lw=0.8)
+    return fig
+
+
+def _draw_board(ax, board: Sequence[int], shade: np.ndarray, cmap: str, vmax: float, marks: str = "black"):
+    """One board on `ax`: each cell filled by `shade` (9 values on a 0..vmax scale), its X or O
+    written on top; returns the image (for a colour bar)."""
+    image = ax.imshow(np.asarray(shade, float).reshape(3, 3), cmap=cmap, vmin=0, vmax=vmax)
+    for c, v in enumerate(board):
+        if v != EMPTY:
+            ax.text(c % 3, c // 3, SYMBOLS[v], ha="center", va="center", fontsize=20, color=marks, weight="bold")
+    for k in (0.5, 1.5):  # the grid
+        ax.axhline(k, color="0.4", lw=1)
+        ax.axvline(k, color="0.4", lw=1)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return image
+
+
+def move_and_attention(model: TicTacToeNet, boards: Sequence[Sequence[int]], titles: Sequence[str],
+                       layer: int, head: int, width: float = 7.0) -> Figure:
+    """The model at work on a few positions, one column each. Top: the board, each empty cell
+    shaded by the probability the model gives a move there, the cell it plays outlined in red.
+    Bottom: where that cell looks in `layer`'s `head`: each cell shaded by its attention weight,
+    and each line (row, column, diagonal) drawn across the board in the colour of its weight
+    (the fainter, the more transparent).
+    Both rows have colour bars; the attention's scale runs from 0 to its largest weight drawn."""
+    b = torch.tensor([tuple(x) for x in boards])  # (n, 9)
+    check_boards_tensor(b)
+    if len(b) == 0 or len(titles) != len(b):
+        raise ValueError(f"give one title per board, at least one board; got {len(titles)} titles for {len(b)} boards")
+    if any(TicTacToe(tuple(x)).is_terminal() for x in b.tolist()):
+        raise ValueError("every board needs a move to make: a finished game has none")
+    n_layers, n_heads = model.config.n_layers, model.config.n_heads
+    if not (0 <= layer < n_layers and 0 <= head < n_heads):
+        raise ValueError(f"layer {layer}, head {head} is not in this model's {n_layers} layers of {n_heads} heads")
+    moves = model_moves(model, b)
+    move = moves.move.tolist()  # (n,)
+    pattern = infer(model, b)[2][:, layer, head].float()  # (n, 17, 17)
+    looks = pattern[torch.arange(len(b)), moves.move]  # (n, 17): the played cell's attention on every token
+    vmax = float(looks.max())
+    cmap = plt.get_cmap("viridis")
+    n = len(b)
+    side = min((width - 1.2) / n, 1.45)  # a board's side in inches, beside the colour bars
+    fig, axes = plt.subplots(2, n, figsize=(width, 2 * side + 0.9), squeeze=False, dpi=DPI, layout="constrained")
+    for k in range(n):
+        top, bottom = axes[0, k], axes[1, k]
+        probs = _draw_board(top, b[k].tolist(), moves.move_prob[k].numpy(), "Greens", 1.0)
+        r, c = divmod(move[k], 3)
+        top.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="red", lw=3))
+        top.set_title(f"{titles[k]}:\nplays cell {move[k]}", fontsize=LABEL_PT)
+        weights = _draw_board(bottom, b[k].tolist(), looks[k, :9].numpy(), "viridis", vmax, marks="white")
+        for j, line in enumerate(LINES):  # a line token's weight, drawn along the line
+            (r0, c0), (r1, c1) = divmod(line[0], 3), divmod(line[-1], 3)
+            w = float(looks[k, 9 + j]) / vmax
+            # faint lines fade out, instead of crossing the board in the background's colour
+            bottom.plot([c0, c1], [r0, r1], color=cmap(w), alpha=w, lw=6, solid_capstyle="round")
+        bottom.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="red", lw=3))
+        bottom.set_title(f"where cell {move[k]} looks", fontsize=LABEL_PT)
+    bar = fig.colorbar(probs, ax=axes[0].tolist(), shrink=0.9, aspect=15)
+    bar.set_label("move probability", fontsize=LABEL_PT)
+    bar.ax.tick_params(labelsize=LABEL_PT)
+    bar = fig.colorbar(weights, ax=axes[1].tolist(), shrink=0.9, aspect=15)
+    bar.set_label(f"attention weight,\nlayer {layer} head {head}", fontsize=LABEL_PT)
+    bar.ax.tick_params(labelsize=LABEL_PT)
+    return fig
+
+
+def game_frames(model: TicTacToeNet, side: int = X, opponent: Policy | None = None, cell: int = 15,
+                hold: int = 0) -> tuple[np.ndarray, list[str]]:
     """A whole game, the model playing `side` against `opponent` (minimax's `best_move` by
-    default), as frames for `toylib.plot.animate`: (moves + 1, 2, 3*cell, 3*cell), the
-    board beside the probability the model gives each cell at its own turns; and titles."""
+    default), as frames for `toylib.plot.animate`: (moves + 1 + hold, 2, 3*cell, 3*cell), the
+    board beside the probability the model gives each cell at its own turns; and titles.
+    hold: how many times the final position is repeated, so that a looping animation rests
+    on the result before it starts again."""
+    if hold < 0:
+        raise ValueError(f"hold counts extra frames of the final position, got {hold}")
     opponent = opponent or best_move
     state, frames, titles = TicTacToe(), [], []
     blank = np.zeros((3 * cell, 3 * cell))
@@ -85,7 +181,8 @@ def game_frames(model: TicTacToeNet, side: int = X, opponent: Policy | None = No
         frames.append(np.stack([board_image(state.board, cell), probs]))
         if state.is_terminal():
             w = state.winner()
-            titles.append(f"{SYMBOLS[w]} wins" if w else "draw")
+            titles.extend([f"{SYMBOLS[w]} wins" if w else "draw"] * (1 + hold))
+            frames.extend([frames[-1]] * hold)
             break
         mover = state.current_player()
         move = int(m.move[0]) if mover == side else opponent(state.board)
