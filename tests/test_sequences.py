@@ -441,3 +441,54 @@ def test_relative_reverse_trained_on_short_lengths_is_exact_at_four_times_them()
     assert table == {"reverse": {8: 1.0, 32: 1.0}}
     targets = length_targets(table, lengths=(32,), trained_on=range(2, 9))
     assert [t.measure for t in targets] == ["relative, trained on 2-8: exact, reverse, length 32"] and all_met(targets)
+
+
+# ----------------------------------------------------------------------------- the opening picture
+
+
+def test_plot_task_attention_draws_a_panel_per_model_and_refuses_bad_input():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from toylib.sequences.look import plot_task_attention
+
+    models = {task: SeqTransformer(SeqConfig(task=task)) for task in ("copy", "reverse", "rotate")}
+    x = np.array([3, 8, 1, 6, 2, 9, 5, 7])
+    fig = plot_task_attention(models, x, columns=2, title="t")
+    panels = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+    assert [ax.get_title() for ax in panels] == ["copy", "reverse", "rotate"]
+    # short sequences: the bottom ticks name the input's symbols; a colour bar from 0 to 1
+    assert [t.get_text() for t in panels[-1].get_xticklabels()] == [str(v) for v in x]
+    assert panels[0].images[0].get_clim() == (0, 1)
+    assert any("attention weight" in ax.get_ylabel() for ax in fig.axes)
+    plt.close(fig)
+    fig = plot_task_attention({"copy": models["copy"]}, np.arange(1, 33)[None] % 9 + 1)  # (1, pos), long
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["0", "8", "16", "24"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="empty"):
+        plot_task_attention({}, x)
+    with pytest.raises(ValueError, match="one sequence"):
+        plot_task_attention(models, np.stack([x, x]))
+    with pytest.raises(ValueError, match="columns"):
+        plot_task_attention(models, x, columns=0)
+
+
+def test_plot_examples_draws_input_target_output_for_each_model():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from toylib.sequences.look import plot_examples
+
+    models = {task: SeqTransformer(SeqConfig(task=task)) for task in ("copy", "filter")}
+    fig = plot_examples(models, np.array([3, 8, 1, 6, 2, 9, 5, 7]))
+    assert len(fig.axes) == 6 and [ax.get_title() for ax in fig.axes[:3]] == ["input", "target", "output"]
+    # the target row of filter: values above 5 become the empty symbol 0
+    target = fig.axes[4].images[0].get_array()  # (symbol, position)
+    np.testing.assert_array_equal(np.asarray(target).argmax(0), [3, 0, 1, 0, 2, 0, 5, 0])
+    plt.close(fig)
+    with pytest.raises(ValueError, match="empty"):
+        plot_examples({}, np.array([1, 2]))

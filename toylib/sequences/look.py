@@ -1,12 +1,15 @@
 """Looking inside the sequences chapter's models: which inputs W_Q, W_K and W_V read
-(`weight_splits`, `plot_weight_splits`), and one sequence drawn as the post draws it
-(`plot_example`). The attention patterns themselves are toylib.plot.attention_grid's job."""
+(`weight_splits`, `plot_weight_splits`), one sequence drawn as the post draws it
+(`plot_example`, `plot_examples` for several models), and several models' attention on one sequence side by side
+(`plot_task_attention`, the chapter's opening picture). A single model's layers and heads are
+toylib.plot.attention_grid's job."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from toylib.sequences.measure import predict
+from toylib.plot import LABEL_PT, TITLE_PT
+from toylib.sequences.measure import predict, run_model
 from toylib.sequences.numpy_net import NumpyTransformer
 from toylib.sequences.world import _check_sequences, make_targets
 
@@ -35,23 +38,112 @@ def weight_splits(model, layer: int = 0) -> dict[str, dict[str, np.ndarray]]:
 # ----------------------------------------------------------------------------- figures
 
 
+def _example_rows(model, x) -> dict[str, np.ndarray]:
+    """{"input", "target", "output"}: one sequence (pos,) and what the model makes of it."""
+    c = model.config
+    x = _check_sequences(np.asarray(x).reshape(1, -1), c.vocab)
+    return {"input": x[0], "target": make_targets(c.task, x, c.threshold)[0], "output": predict(model, x)[0]}
+
+
+def _draw_example(axes, rows: dict[str, np.ndarray], vocab: int, ticks) -> None:
+    for ax, (name, seq) in zip(axes, rows.items()):
+        ax.imshow(np.eye(vocab)[seq].T, cmap="Greys", origin="lower", interpolation="nearest", aspect="auto")
+        ax.set_yticks(ticks)
+        ax.tick_params(labelsize=LABEL_PT)
+
+
 def plot_example(model, x, title: str | None = None):
     """One sequence as the post draws it: input, target and the model's output, each a
     (symbol, position) one-hot image. Its attention is toylib.plot.attention_grid's job."""
     import matplotlib.pyplot as plt
 
     c = model.config
-    x = _check_sequences(np.asarray(x).reshape(1, -1), c.vocab)
-    rows = {"input": x[0], "target": make_targets(c.task, x, c.threshold)[0], "output": predict(model, x)[0]}
-    fig, axes = plt.subplots(1, 3, figsize=(7, 2.6), sharey=True)
-    for ax, (name, seq) in zip(axes, rows.items()):
-        ax.imshow(np.eye(c.vocab)[seq].T, cmap="Greys", origin="lower", interpolation="nearest")
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel("position")
-        ax.set_yticks(range(c.vocab))
-    axes[0].set_ylabel("symbol")
-    fig.suptitle(title or f"{c.task}, length {x.shape[1]}")
+    rows = _example_rows(model, x)
+    fig, axes = plt.subplots(1, 3, figsize=(7, 2.6), sharey=True, dpi=100)
+    _draw_example(axes, rows, c.vocab, range(c.vocab))
+    for ax, name in zip(axes, rows):
+        ax.set_title(name, fontsize=LABEL_PT)
+        ax.set_xlabel("position", fontsize=LABEL_PT)
+    axes[0].set_ylabel("symbol", fontsize=LABEL_PT)
+    fig.suptitle(title or f"{c.task}, length {len(rows['input'])}", fontsize=TITLE_PT)
     fig.tight_layout()
+    return fig
+
+
+def plot_examples(models: dict, x, title: str | None = None):
+    """`plot_example` for several models on one sequence, in one compact figure: a row per
+    model (named by its key, e.g. the task), its columns the input, the target and the
+    model's output, each a (symbol, position) one-hot image."""
+    import matplotlib.pyplot as plt
+
+    if not models:
+        raise ValueError("models is empty; give at least one {name: model}")
+    fig, axes = plt.subplots(len(models), 3, figsize=(5.5, 1.15 * len(models) + 0.5 + 0.3 * bool(title)),
+                             sharex=True, sharey=True, squeeze=False, dpi=100, layout="constrained")
+    for r, (name, model) in enumerate(models.items()):
+        rows = _example_rows(model, x)
+        _draw_example(axes[r], rows, model.config.vocab, range(0, model.config.vocab, 3))
+        axes[r, 0].set_ylabel(f"{name}\nsymbol", fontsize=LABEL_PT)
+    for ax, name in zip(axes[0], rows):
+        ax.set_title(name, fontsize=LABEL_PT)
+    for ax in axes[-1]:
+        ax.set_xlabel("position", fontsize=LABEL_PT)
+    if title:
+        fig.suptitle(title, fontsize=TITLE_PT)
+    return fig
+
+
+def plot_task_attention(models: dict, x, *, columns: int | None = None, size: float = 1.75,
+                        title: str | None = None):
+    """The attention of several one-layer models on one sequence, a panel per model (titled
+    by its key, e.g. the task), on one colour scale from 0 to 1 with its colour bar. Row i is
+    output slot i, column j input position j. Up to 16 positions, the ticks name the symbols:
+    the input's along the bottom, each model's output along its left side (so a panel reads
+    "this output symbol came from that input symbol"); longer sequences get position ticks.
+    columns: panels per row (default: all in one row)."""
+    import matplotlib.pyplot as plt
+
+    if not models:
+        raise ValueError("models is empty; give at least one {name: model}")
+    x = np.asarray(x)
+    if x.ndim == 2 and len(x) == 1:
+        x = x[0]
+    if x.ndim != 1 or len(x) == 0:
+        raise ValueError(f"x must be one sequence (pos,) or (1, pos), got shape {x.shape}")
+    columns = len(models) if columns is None else columns
+    if columns < 1:
+        raise ValueError(f"columns must be at least 1, got {columns}")
+    n, n_cols = len(x), min(columns, len(models))
+    n_rows = -(-len(models) // n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size * n_cols + 1.0, size * n_rows + 0.5 * bool(title) + 0.3),
+                             squeeze=False, dpi=100, layout="constrained")
+    symbols = n <= 16
+    ticks = range(n) if symbols else range(0, n, max(1, n // 4))
+    image = None
+    for i, ax in enumerate(axes.flat):
+        if i >= len(models):
+            ax.axis("off")
+            continue
+        name, model = list(models.items())[i]
+        logits, patterns = run_model(model, x[None])
+        image = ax.imshow(patterns[0, 0, 0], cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+        ax.set_title(str(name), fontsize=TITLE_PT)
+        if symbols:  # which symbol each slot wrote, and which symbol it read
+            ax.set_xticks(ticks, x.tolist(), fontsize=LABEL_PT)
+            ax.set_yticks(ticks, logits[0].argmax(-1).tolist(), fontsize=LABEL_PT)
+        else:
+            ax.set_xticks(ticks, list(ticks), fontsize=LABEL_PT)
+            ax.set_yticks(ticks, list(ticks), fontsize=LABEL_PT)
+        ax.tick_params(length=0)
+        if i % n_cols == 0:
+            ax.set_ylabel("output symbol" if symbols else "output slot", fontsize=LABEL_PT)
+        if i + n_cols >= len(models):
+            ax.set_xlabel("input symbol" if symbols else "input position", fontsize=LABEL_PT)
+    bar = fig.colorbar(image, ax=axes, shrink=min(1.0, 0.9 / n_rows ** 0.5), aspect=25)
+    bar.set_label("attention weight", fontsize=LABEL_PT)
+    bar.ax.tick_params(labelsize=LABEL_PT)
+    if title:
+        fig.suptitle(title, fontsize=TITLE_PT)
     return fig
 
 
@@ -62,7 +154,8 @@ def plot_weight_splits(model, layer: int = 0, title: str | None = None):
 
     splits = weight_splits(model, layer)
     c = model.config
-    fig, axes = plt.subplots(2, 3, figsize=(8, 4.2), gridspec_kw={"height_ratios": [c.vocab, c.d_pos]}, sharex=True)
+    fig, axes = plt.subplots(2, 3, figsize=(6.4, 4.0), gridspec_kw={"height_ratios": [c.vocab, c.d_pos]}, sharex=True,
+                             dpi=100)
     for j, (name, parts) in enumerate(splits.items()):
         vmax = max(np.abs(parts["content"]).max(), np.abs(parts["position"]).max())
         for i, part in enumerate(("content", "position")):
@@ -70,10 +163,11 @@ def plot_weight_splits(model, layer: int = 0, title: str | None = None):
             ax.imshow(parts[part], cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest")
             ax.set_yticks([])
             if i == 0:
-                ax.set_title(name, fontsize=10)
+                ax.set_title(name, fontsize=LABEL_PT)
             if j == 0:
-                ax.set_ylabel(part)
-        axes[1, j].set_xlabel("output unit")
-    fig.suptitle(title or f"{c.task}: what Q, K and V read (layer {layer})")
+                ax.set_ylabel(part, fontsize=LABEL_PT)
+            ax.tick_params(labelsize=LABEL_PT)
+        axes[1, j].set_xlabel("output unit", fontsize=LABEL_PT)
+    fig.suptitle(title or f"{c.task}: what Q, K and V read (layer {layer})", fontsize=TITLE_PT)
     fig.tight_layout()
     return fig
