@@ -9,7 +9,8 @@
       ```
 
   myst-nb's own `{glue:any}` with `:doc:` pastes a picture from another page, but with no alt
-  text (the reader would hear a file name) and no caption.
+  text (the reader would hear a file name), no caption, and, unless the chapter shows the
+  picture itself, a broken link (it never writes the file).
 - Each inline script once: sphinx-togglebutton's and sphinx-thebe's settings reach every page
   twice (added as Sphinx starts, once with no file name and once with an empty one), so every
   page declared `const THEBE_JS_URL` twice and logged an error in the browser's console.
@@ -17,11 +18,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+from binascii import a2b_base64
+from pathlib import Path
+
 from docutils import nodes
 from docutils.parsers.rst import directives
-from myst_nb.ext.glue.utils import PendingGlueReferenceError, create_pending_glue_ref
+from myst_nb.ext.glue.crossref import read_glue_cache
+from myst_nb.ext.glue.utils import PendingGlueReference, PendingGlueReferenceError, create_pending_glue_ref
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+
+logger = logging.getLogger(__name__)
 
 
 class HeroDirective(SphinxDirective):
@@ -51,19 +61,33 @@ class HeroDirective(SphinxDirective):
         return [figure]
 
 
-class HeroAltText(SphinxPostTransform):
-    """After myst-nb has replaced the pending glue reference by the picture (its transform runs
-    at priority 5): give the picture the hero's alt text."""
+class HeroPicture(SphinxPostTransform):
+    """Put each hero's picture in place, with its alt text, before myst-nb's own transform
+    (priority 5) would: that one links the picture from the site's image folder without ever
+    writing it there, so a picture that its chapter glued but did not show came out broken."""
 
-    default_priority = 6
+    default_priority = 4
 
     def run(self, **kwargs) -> None:
-        for figure in self.document.findall(nodes.figure):
+        for figure in list(self.document.findall(nodes.figure)):
             if "toy_alt" not in figure:
                 continue
-            # no picture: myst-nb has warned that the glued key is missing (a warning is an error)
-            for image in figure.findall(nodes.image):
-                image["alt"] = figure["toy_alt"]
+            ref = next(iter(figure.findall(PendingGlueReference)))
+            output = read_glue_cache(self.env.mystnb_config.output_folder, ref.refdoc).get(ref.key)
+            png = (output or {}).get("data", {}).get("image/png")
+            if png is None:
+                logger.warning(f"hero: {ref.refdoc} glued no picture named {ref.key!r} (a matplotlib Figure)",
+                               location=ref)
+                ref.parent.remove(ref)
+                continue
+            data = a2b_base64(png)
+            name = hashlib.sha256(data).hexdigest() + ".png"
+            folder = Path(self.app.builder.outdir) / self.app.builder.imagedir
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+            uri = os.path.relpath(folder / name, (Path(self.app.builder.outdir) / self.env.docname).parent)
+            image = nodes.image(uri=uri, alt=figure["toy_alt"], candidates={"*": uri})
+            ref.replace_self(image)
 
 
 def each_script_once(app, pagename, templatename, context, doctree) -> None:
@@ -80,7 +104,7 @@ def each_script_once(app, pagename, templatename, context, doctree) -> None:
 
 def setup(app):
     app.add_directive("hero", HeroDirective)
-    app.add_post_transform(HeroAltText)
+    app.add_post_transform(HeroPicture)
     app.connect("html-page-context", each_script_once, priority=900)  # after the handlers that add scripts
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
