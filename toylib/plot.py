@@ -77,7 +77,13 @@ def attention_grid(
         ax.set_yticks(ticks, labels if labels is not None and left else [""] * len(ticks), fontsize=LABEL_PT)
     axes[-1, 0].set_xlabel("key position", fontsize=LABEL_PT)
     axes[-1, 0].set_ylabel("query position", fontsize=LABEL_PT)
-    bar = fig.colorbar(image, ax=axes, shrink=min(1.0, 0.9 / n_rows ** 0.5), aspect=30)
+    return finish_attention_figure(fig, image, axes, n_rows, title)
+
+
+def finish_attention_figure(fig: Figure, image, axes, rows: int, title: str | None = None, aspect: int = 30) -> Figure:
+    """The end of every grid of attention panels: one colour bar beside them all, labelled
+    "attention weight" at LABEL_PT (shorter for more rows of panels), and the figure's title."""
+    bar = fig.colorbar(image, ax=axes, shrink=min(1.0, 0.9 / rows ** 0.5), aspect=aspect)
     bar.set_label("attention weight", fontsize=LABEL_PT)
     bar.ax.tick_params(labelsize=LABEL_PT)
     if title:

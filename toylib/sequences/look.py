@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from toylib.plot import LABEL_PT, TITLE_PT
+from toylib.plot import LABEL_PT, TITLE_PT, finish_attention_figure
 from toylib.sequences.measure import predict, run_model
 from toylib.sequences.numpy_net import NumpyTransformer
 from toylib.sequences.world import _check_sequences, make_targets
@@ -139,12 +139,7 @@ def plot_task_attention(models: dict, x, *, columns: int | None = None, size: fl
             ax.set_ylabel("output symbol" if symbols else "output slot", fontsize=LABEL_PT)
         if i + n_cols >= len(models):
             ax.set_xlabel("input symbol" if symbols else "input position", fontsize=LABEL_PT)
-    bar = fig.colorbar(image, ax=axes, shrink=min(1.0, 0.9 / n_rows ** 0.5), aspect=25)
-    bar.set_label("attention weight", fontsize=LABEL_PT)
-    bar.ax.tick_params(labelsize=LABEL_PT)
-    if title:
-        fig.suptitle(title, fontsize=TITLE_PT)
-    return fig
+    return finish_attention_figure(fig, image, axes, n_rows, title, aspect=25)
 
 
 def plot_weight_splits(model, layer: int = 0, title: str | None = None):
