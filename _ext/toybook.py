@@ -5,8 +5,14 @@
 
       ```{hero} life.ipynb::life_hero
       :alt: what the picture shows, for a reader who cannot see it
+      :narrow: life_hero_narrow
       Caption, a paragraph of MyST.
       ```
+
+  `:narrow:` names a second picture that the same chapter glued: the same panels stacked
+  for a phone. The page then holds both, as an HTML `<picture>`, and the browser shows the
+  narrow one when the window is at most `NARROW_PX` wide, so that a wide row of panels does
+  not shrink to half its size, labels and all. A chapter opens with its own hero this way.
 
   myst-nb's own `{glue:any}` with `:doc:` pastes a picture from another page, but with no alt
   text (the reader would hear a file name), no caption, and, unless the chapter shows the
@@ -19,6 +25,7 @@
 from __future__ import annotations
 
 import hashlib
+import html
 import os
 from binascii import a2b_base64
 from pathlib import Path
@@ -33,11 +40,14 @@ from sphinx.util.docutils import SphinxDirective
 
 logger = logging.getLogger(__name__)
 
+NARROW_PX = 600  # the widest window that gets a hero's narrow picture (a phone, held upright)
+
 
 class HeroDirective(SphinxDirective):
     required_arguments = 1  # document::key
     has_content = True
-    option_spec = {"alt": directives.unchanged_required}
+    option_spec = {"alt": directives.unchanged_required, "narrow": directives.unchanged_required,
+                   "name": directives.unchanged_required}
 
     def run(self) -> list[nodes.Node]:
         doc, sep, key = self.arguments[0].partition("::")
@@ -51,6 +61,9 @@ class HeroDirective(SphinxDirective):
             raise self.error(str(exc)) from exc
         figure = nodes.figure("", ref, classes=["toy-hero"])
         figure["toy_alt"] = self.options["alt"].strip()
+        if "narrow" in self.options:
+            figure["toy_narrow"] = self.options["narrow"].strip()
+        self.add_name(figure)
         if self.content:
             holder = nodes.Element()
             self.state.nested_parse(self.content, self.content_offset, holder)
@@ -73,21 +86,37 @@ class HeroPicture(SphinxPostTransform):
             if "toy_alt" not in figure:
                 continue
             ref = next(iter(figure.findall(PendingGlueReference)))
-            output = read_glue_cache(self.env.mystnb_config.output_folder, ref.refdoc).get(ref.key)
-            png = (output or {}).get("data", {}).get("image/png")
-            if png is None:
-                logger.warning(f"hero: {ref.refdoc} glued no picture named {ref.key!r} (a matplotlib Figure)",
-                               location=ref)
+            wide = self._png(ref, ref.key)
+            if wide is None:
                 ref.parent.remove(ref)
                 continue
-            data = a2b_base64(png)
-            name = hashlib.sha256(data).hexdigest() + ".png"
-            folder = Path(self.app.builder.outdir) / self.app.builder.imagedir
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_bytes(data)
-            uri = os.path.relpath(folder / name, (Path(self.app.builder.outdir) / self.env.docname).parent)
-            image = nodes.image(uri=uri, alt=figure["toy_alt"], candidates={"*": uri})
-            ref.replace_self(image)
+            uri, alt = self._write(wide), figure["toy_alt"]
+            narrow = self._png(ref, figure["toy_narrow"]) if "toy_narrow" in figure else None
+            if narrow is None:
+                ref.replace_self(nodes.image(uri=uri, alt=alt, candidates={"*": uri}))
+                continue
+            # both pictures in the page, the browser shows the narrow one on a phone
+            ref.replace_self(nodes.raw("", (
+                f'<picture><source media="(max-width: {NARROW_PX}px)" srcset="{html.escape(self._write(narrow))}">'
+                f'<img src="{html.escape(uri)}" alt="{html.escape(alt)}"></picture>'), format="html"))
+
+    def _png(self, ref: PendingGlueReference, key: str) -> str | None:
+        """The base64 PNG that `ref`'s document glued as `key`, or None (and a warning)."""
+        output = read_glue_cache(self.env.mystnb_config.output_folder, ref.refdoc).get(key)
+        png = (output or {}).get("data", {}).get("image/png")
+        if png is None:
+            logger.warning(f"hero: {ref.refdoc} glued no picture named {key!r} (a matplotlib Figure)", location=ref)
+        return png
+
+    def _write(self, png: str) -> str:
+        """Write a glued picture (base64 PNG) into the site's image folder, named by its hash:
+        its address from this page."""
+        data = a2b_base64(png)
+        name = hashlib.sha256(data).hexdigest() + ".png"
+        folder = Path(self.app.builder.outdir) / self.app.builder.imagedir
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+        return os.path.relpath(folder / name, (Path(self.app.builder.outdir) / self.env.docname).parent)
 
 
 def each_script_once(app, pagename, templatename, context, doctree) -> None:

@@ -10,7 +10,9 @@ as many workers as cores the last chapter waits for another to end (on 2 cores, 
 chapters took 338 s that way and 273 s three at a time). A notebook whose metadata holds
 `"toy_book": {"alone": true}` runs first, with the machine to itself, before the others start:
 one that trains on every core and times itself against a target counted by the clock (Sokoban)
-would otherwise print the time it took beside the other chapters. Each kernel runs in its notebook's
+would otherwise print the time it took beside the other chapters. The others start the
+longest-running first (scripts/longest_first.py), so that no long chapter starts last and
+runs on alone while a core idles. Each kernel runs in its notebook's
 folder, with the cell timeout of _config.yml, into a cache made afresh under _build/ by every
 run (the cache's hash sees a notebook's cells, not a change to toylib). Then jupyter-book
 renders the pages from that cache (myst-nb's `execute_notebooks: cache`), so every output on
@@ -49,6 +51,7 @@ from jupyter_cache.executors.basic import (
     ProcessData,
 )
 from jupyter_cache.executors.utils import copy_assets, single_nb_execution
+from longest_first import stored_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "_build" / ".jupyter_cache"  # removed and made anew by every executing build
@@ -134,7 +137,7 @@ class LocalParallel(JupyterExecutorLocalMproc):
         jobs = [ProcessData(r.pk, r.uri, self.cache, timeout, allow_errors) for r in records]
         multiprocessing.log_to_stderr(REPORT_LEVEL)  # "Executing: ...", "Execution Successful: ..."
         first = [job for job in jobs if job.uri in self.alone]
-        rest = [job for job in jobs if job.uri not in self.alone]
+        rest = sorted((job for job in jobs if job.uri not in self.alone), key=lambda job: -stored_seconds(Path(job.uri)))
         results = self.pool_map(first, 1) + self.pool_map(rest, self.workers)
         return ExecutorRunResult(
             succeeded=[uri for code, uri in results if code == 0],
@@ -168,7 +171,7 @@ def execute(notebooks: list, workers: int, execute_config: dict) -> JupyterCache
     for path, reader in notebooks:
         cache.add_nb_to_project(str(path), read_data=reader)
     alone = [path for path, _ in notebooks if runs_alone(path)]
-    order = f"{len(notebooks) - len(alone)} notebooks, {workers} at a time"
+    order = f"{len(notebooks) - len(alone)} notebooks, {workers} at a time, the longest-running first"
     if alone:
         order = ", ".join(f"{p.relative_to(ROOT)} alone" for p in alone) + f", then the other {order}"
     print(f"Executing into {CACHE.relative_to(ROOT)}: {order}", flush=True)

@@ -4,8 +4,10 @@
 # the cores, since each chapter's kernel uses one thread and the slowest chapters should not
 # wait for a free core (TEST_WORKERS=N, or -n N among the arguments, to choose).
 # --dist loadscope keeps each notebook's cells on one worker, so that they share one kernel,
-# in order. The notebooks come first so that their workers start at once and the unit tests
-# fill the gaps. Sets up .venv first. Extra arguments go to pytest.
+# in order. The notebooks come first, the longest-running first (scripts/longest_first.py;
+# --no-loadscope-reorder keeps that order, where xdist would sort by the number of tests), so
+# that no long chapter starts last, and the unit tests fill the gaps. Sets up .venv first.
+# Extra arguments go to pytest.
 #
 # The chapters train on the CPU here, as they did when their outputs were stored
 # (TOYLIB_DEVICE=cuda bash scripts/test.sh trains them on a GPU instead). What nbval compares
@@ -17,6 +19,7 @@ bash scripts/setup.sh
 export TOYLIB_DEVICE=${TOYLIB_DEVICE:-cpu}
 echo "device $TOYLIB_DEVICE, PyTorch CPU kernels" \
   "$(.venv/bin/python -c 'import torch; print(torch.backends.cpu.get_cpu_capability())')"
-.venv/bin/python -m pytest -n "${TEST_WORKERS:-$(( $(nproc) + 1 ))}" --dist loadscope \
+notebooks=$(.venv/bin/python scripts/longest_first.py)  # a failure here stops the script (set -e)
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-$(( $(nproc) + 1 ))}" --dist loadscope --no-loadscope-reorder \
   --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
-  book tests "$@"
+  $notebooks tests "$@"

@@ -60,3 +60,31 @@ def test_the_book_extension_writes_each_inline_script_once():
     context = {"script_files": scripts}
     toybook.each_script_once(None, "book/life", "page.html", context, None)
     assert context["script_files"] == [scripts[0], scripts[1], scripts[4]]
+
+
+def test_the_longest_running_notebook_starts_first(tmp_path):
+    """By the execution times stored in each notebook's cells: a notebook stored without them
+    counts as instant and goes last, keeping the order it was given."""
+    from longest_first import longest_first, stored_seconds
+
+    def timed(name: str, start: str, end: str) -> Path:
+        path = notebook(tmp_path, name, {})
+        cells = [{"cell_type": "code", "metadata": {"execution": {"iopub.execute_input": t, "shell.execute_reply": u}},
+                  "source": "", "outputs": [], "execution_count": 1} for t, u in ((start, start), (end, end))]
+        path.write_text(json.dumps({**json.loads(path.read_text()), "cells": cells}))
+        return path
+
+    short = timed("short.ipynb", "2026-11-24T08:00:00.000000Z", "2026-11-24T08:00:30.500000Z")
+    long = timed("long.ipynb", "2026-11-24T07:58:00.000000Z", "2026-11-24T08:02:00.000000Z")
+    bare, also_bare = notebook(tmp_path, "bare.ipynb", {}), notebook(tmp_path, "also.ipynb", {})
+    assert stored_seconds(short) == 30.5 and stored_seconds(long) == 240 and stored_seconds(bare) == 0
+    assert longest_first([bare, short, also_bare, long]) == [long, short, bare, also_bare]
+    assert stored_seconds(tmp_path / "page.md") == 0
+
+
+def test_every_chapter_stores_its_execution_times():
+    """What orders the book and the test command: a chapter re-executed without them would be
+    started last, whatever its length."""
+    from longest_first import stored_seconds
+
+    assert all(stored_seconds(nb) > 0 for nb in (ROOT / "book").glob("*.ipynb"))

@@ -440,6 +440,13 @@ def test_hero_shows_the_models_step_beside_the_rules_and_one_cells_attention():
     assert panels[1].get_xlabel() == f"{wrong} cells differ from the rule"
     assert max(fig.get_size_inches()) <= 7.5
     plt.close(fig)
+    fig = hero(model, grid, cell=(1, 2), columns=2)  # for a phone: two rows of two
+    panels = [ax for ax in fig.axes if ax.images]
+    assert panels[3].get_title() == "where cell (1, 2) looks" and max(fig.get_size_inches()) <= 4.8
+    assert panels[2].get_position().y1 < panels[0].get_position().y0  # the second row below the first
+    plt.close(fig)
+    with pytest.raises(ValueError, match="columns must be 4"):
+        hero(model, grid, columns=3)
     with pytest.raises(ValueError, match="takes 6x6 grids"):
         hero(model, np.zeros((5, 5), np.uint8))
     with pytest.raises(ValueError, match=r"only 0 \(dead\) and 1"):

@@ -717,6 +717,17 @@ def test_encoder_search_reads_a_move_for_every_tile_a_walker_reaches():
     image = maze_look.search_image(maze, search, 2)
     assert image.shape == (*maze.shape, 3) and 0 <= image.min() and image.max() <= 1
     maze_look.animate_search(maze, search).to_jshtml()  # draws every frame
+    walk = [world.START, *world.shortest_path(maze), world.STOP]
+    for columns, most in ((3, (7, 3.5)), (2, (4.5, 6))):  # a row for a page, two rows for a phone
+        fig = maze_look.search_picture(maze, search, walk, [1, 3, 36], columns=columns)
+        panels = [ax for ax in fig.axes if ax.images]
+        assert [ax.get_title().split(" (")[0] for ax in panels] == ["after pass 1", "after pass 3", "after pass 36"]
+        assert len(panels[2].lines) == len(panels[0].lines) + 1  # the walk, on the last panel only
+        assert tuple(fig.get_size_inches()) <= most and fig.legends
+    with pytest.raises(ValueError, match="3 passes"):
+        maze_look.search_picture(maze, search, walk, [1, 3])
+    with pytest.raises(ValueError, match="columns"):
+        maze_look.search_picture(maze, search, walk, [1, 3, 36], columns=1)
     plt.close("all")
 
 

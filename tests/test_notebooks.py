@@ -286,3 +286,31 @@ def test_no_output_names_a_file_of_the_machine_that_ran_it(nb):
              for text in ["".join(o.get("text", "")), "".join(o.get("data", {}).get("text/plain", ""))]
              for m in [paths.search(text)] if m]
     assert not found, found
+
+
+def glued_pictures(nb: Path) -> set[str]:
+    """The names of the pictures (PNG) that a notebook's stored outputs glue."""
+    return {o["metadata"]["scrapbook"]["name"] for c in code_cells(nb) for o in c.get("outputs", [])
+            if f"{GLUE_PREFIX}image/png" in o.get("data", {}) and "scrapbook" in o.get("metadata", {})}
+
+
+def named_pictures(text: str, here: str) -> list[tuple[str, str]]:
+    """(notebook, name) of every glued picture a page shows: `{glue:figure} name` from its own
+    notebook, `{hero} doc.ipynb::name` and its `:narrow: name` from that notebook."""
+    found = [(here, m) for m in re.findall(r"```\{glue:figure\} (\w+)", text)]
+    for doc, key, options in re.findall(r"```\{hero\} (\w+)\.ipynb::(\w+)\n((?::\w+:[^\n]*\n)*)", text):
+        found.append((doc, key))
+        found += [(doc, narrow) for narrow in re.findall(r":narrow: (\w+)", options)]
+    return found
+
+
+def test_every_picture_a_page_names_is_one_its_notebook_glued():
+    """A picture glued by name that the run never made would be missing from the page (the
+    build warns); a hero's narrow picture, the one a phone shows, most of all."""
+    pages = {nb.stem: "".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
+                              if c["cell_type"] == "markdown") for nb in NOTEBOOKS}
+    pages["intro"] = (ROOT / "book" / "intro.md").read_text()
+    named = [(page, doc, key) for page, text in pages.items() for doc, key in named_pictures(text, page)]
+    assert any(key.endswith("_narrow") for _, _, key in named)
+    missing = [(page, doc, key) for page, doc, key in named if key not in glued_pictures(ROOT / "book" / f"{doc}.ipynb")]
+    assert not missing, missing

@@ -163,6 +163,10 @@ def test_solve_picture_draws_the_route_and_each_heads_share():
     w, h = fig.get_size_inches()
     assert w <= 7 and h <= 4
     plt.close(fig)
+    fig = solve_picture(frames, stacked=True)  # for a phone: the board above the heads
+    ax, att, bar = fig.axes
+    assert ax.get_position().y0 > att.get_position().y1 and fig.get_size_inches()[0] <= 4.5
+    plt.close(fig)
     with pytest.raises(ValueError, match="at least 2 moves"):
         solve_picture(solve_frames(model, board, [world.RIGHT]))
 

@@ -432,6 +432,13 @@ def test_move_and_attention_shows_each_position_and_refuses_bad_input():
     assert sum(t.startswith("win:") for t in titles) == 1 and sum(t.startswith("where cell") for t in titles) == 2
     assert sum(ax.get_label() == "<colorbar>" for ax in fig.axes) == 2
     plt.close(fig)
+    fig = look.move_and_attention(model, boards, ["win", "block"], layer=1, head=0, width=4.4, stacked=True)
+    boards_drawn = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    win, look_at = boards_drawn[:2]  # a row per position: its move, then its attention
+    assert win.get_title().startswith("win:") and look_at.get_title().startswith("where cell")
+    assert abs(win.get_position().y0 - look_at.get_position().y0) < 0.01
+    assert fig.get_size_inches()[0] == 4.4 and sum(ax.get_label() == "<colorbar>" for ax in fig.axes) == 2
+    plt.close(fig)
     with pytest.raises(ValueError, match="layer 2"):
         look.move_and_attention(model, boards, ["win", "block"], layer=2, head=0)
     with pytest.raises(ValueError, match="one title per board"):

@@ -73,11 +73,13 @@ def cell_attention(pattern, cells, *, grid: np.ndarray | None = None, vmax: floa
     return fig
 
 
-def hero(model: SingleAttentionNet, grid: np.ndarray, cell=None):
-    """The chapter's opening picture, in one row: a grid, the model's next generation, the
-    rule's, and where one cell (default: the middle one) looks, its attention laid out on the
-    grid with the grid's live cells as dots. The model's panel marks in red any cell that
-    differs from the rule. Returns the Figure (7.4 x 2.5 inches)."""
+def hero(model: SingleAttentionNet, grid: np.ndarray, cell=None, columns: int = 4):
+    """The chapter's opening picture: a grid, the model's next generation, the rule's, and
+    where one cell (default: the middle one) looks, its attention laid out on the grid with
+    the grid's live cells as dots. The model's panel marks in red any cell that differs from
+    the rule. columns: 4, one row (7.4 x 2.5 inches), or 2, two rows for a phone (4.4 x 4.7)."""
+    if columns not in (2, 4):
+        raise ValueError(f"columns must be 4 (one row) or 2 (two rows), got {columns}")
 
     size = model.config.grid_size
     grid = check_grids(grid)
@@ -88,7 +90,9 @@ def hero(model: SingleAttentionNet, grid: np.ndarray, cell=None):
     pattern = infer(model, grid[None], numpy=True)[1][0, 0, 0]  # (cells, cells)
     weights = pattern[cell[0] * size + cell[1]].reshape(size, size)
     wrong = int((ours != truth).sum())
-    fig, axes = plt.subplots(1, 4, figsize=(7.4, 2.5), dpi=DPI, layout="constrained")
+    fig, axes = plt.subplots(4 // columns, columns, figsize=(7.4, 2.5) if columns == 4 else (4.4, 4.7), dpi=DPI,
+                             layout="constrained")
+    axes = axes.reshape(-1)
     for ax, g, title in zip(axes, (grid, ours, truth), ("a grid", "the model's next", "the rule's next")):
         ax.imshow(g, cmap="Greys", vmin=0, vmax=1, interpolation="nearest")
         ax.set_title(title, fontsize=TITLE_PT)

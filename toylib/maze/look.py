@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -20,7 +21,7 @@ from toylib.infer import model_device
 from toylib.maze.net import MazeModel, MazeNet, Memory, _Run, solve_greedy
 from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, Layout, MazeState, _walk,
                                check_pixels, check_solution, exits, from_pixels, random_maze, to_pixels)
-from toylib.plot import LABEL_PT, animate
+from toylib.plot import DPI, LABEL_PT, animate
 
 
 # ----------------------------------------------------------------------------- the encoder's search
@@ -179,6 +180,28 @@ def search_legend(where, **kwargs):
                Patch(color=_SEARCH_RGB["wrong"], label="it does not (yet)"),
                Patch(color=_SEARCH_RGB["start"], label="start"), Patch(color=_SEARCH_RGB["end"], label="end")]
     return where.legend(handles=handles, fontsize=LABEL_PT, frameon=False, **kwargs)
+
+
+def search_picture(maze, search: Search, walk: Sequence[int], passes: Sequence[int], columns: int = 3):
+    """The search after each of three passes (each in `search.passes`), the last with the walk
+    (moves, START first) drawn on it, and the legend below. columns: 3 puts them in one row
+    (7 x 3.2 inches); 2, two above and the last centred below them, for a phone (4.4 x 5.6).
+    Returns the Figure."""
+    if columns not in (2, 3) or len(passes) != 3:
+        raise ValueError(f"columns must be 3 (one row) or 2 (two rows), for 3 passes; "
+                         f"got {columns} columns for {len(passes)} passes")
+    if columns == 3:
+        fig, axes = plt.subplot_mosaic([[0, 1, 2]], figsize=(7, 3.2), dpi=DPI, layout="constrained")
+    else:
+        fig, axes = plt.subplot_mosaic([[0, 0, 1, 1], [".", 2, 2, "."]], figsize=(4.4, 5.6), dpi=DPI,
+                                       layout="constrained")
+    for j, k in enumerate(passes):
+        last = j == len(passes) - 1
+        draw_search(axes[j], maze, search, search.passes.index(k), walk=walk if last else None)
+        note = (" (the last): the walk" if columns == 3 else " (the last):\nthe walk") if last else ""
+        axes[j].set_title(f"after pass {k}{note}", fontsize=LABEL_PT)
+    search_legend(fig, loc="outside lower center", ncol=2)
+    return fig
 
 
 def animate_search(maze, search: Search, size: float = 4.5, interval: int = 400):

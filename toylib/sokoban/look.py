@@ -221,18 +221,24 @@ def board_xy(square: int, px: int) -> tuple[float, float]:
     return (col + 0.5) * px, (row + 0.5) * px
 
 
-def solve_picture(frames: SolveFrames, title: str | None = None, size: tuple[float, float] = (7.0, 3.6)) -> Figure:
+def solve_picture(frames: SolveFrames, title: str | None = None, size: tuple[float, float] | None = None,
+                  stacked: bool = False) -> Figure:
     """A still of a solve, for a reader's first look: on the left the start board with the
     player's route (blue) and the box's (orange); on the right `attention_roles`, what each
     head of the layer of `frames` looks at over the solve, with the shares written in and
-    its colour bar."""
+    its colour bar. stacked: the board above the heads, for a narrow page. size: inches,
+    (7, 3.6) by default, stacked (4.4, 7.2)."""
     if len(frames.boards) < 3:
         raise ValueError("solve_picture needs a solve of at least 2 moves")
     px = frames.images.shape[1] // SIZE
     roles = attention_roles(frames)  # (heads, roles)
     heads = roles.shape[0]
-    fig, (ax, att) = plt.subplots(1, 2, figsize=size, dpi=DPI, gridspec_kw={"width_ratios": (1, 1.35)},
-                                  layout="constrained")
+    if stacked:
+        fig, (ax, att) = plt.subplots(2, 1, figsize=size or (4.4, 7.2), dpi=DPI,
+                                      gridspec_kw={"height_ratios": (1, 1.1)}, layout="constrained")
+    else:
+        fig, (ax, att) = plt.subplots(1, 2, figsize=size or (7.0, 3.6), dpi=DPI,
+                                      gridspec_kw={"width_ratios": (1, 1.35)}, layout="constrained")
     ax.imshow(frames.images[0], interpolation="nearest")
     for square, colour, width in (([b.player for b in frames.boards], "#1f77b4", 2.0),
                                   ([b.box for b in frames.boards], "#ff7f0e", 3.0)):

@@ -113,13 +113,15 @@ def _draw_board(ax, board: Sequence[int], shade: np.ndarray, cmap: str, vmax: fl
 
 
 def move_and_attention(model: TicTacToeNet, boards: Sequence[Sequence[int]], titles: Sequence[str],
-                       layer: int, head: int, width: float = 7.0) -> Figure:
+                       layer: int, head: int, width: float = 7.0, stacked: bool = False) -> Figure:
     """The model at work on a few positions, one column each. Top: the board, each empty cell
     shaded by the probability the model gives a move there, the cell it plays outlined in red.
     Bottom: where that cell looks in `layer`'s `head`: each cell shaded by its attention weight,
     and each line (row, column, diagonal) drawn across the board in the colour of its weight
     (the fainter, the more transparent).
-    Both rows have colour bars; the attention's scale runs from 0 to its largest weight drawn."""
+    Both rows have colour bars; the attention's scale runs from 0 to its largest weight drawn.
+    stacked: one row per position instead (the two pictures side by side, the colour bars
+    below), for a narrow page; `width` is then the figure's width."""
     b = torch.tensor([tuple(x) for x in boards])  # (n, 9)
     check_boards_tensor(b)
     if len(b) == 0 or len(titles) != len(b):
@@ -136,8 +138,14 @@ def move_and_attention(model: TicTacToeNet, boards: Sequence[Sequence[int]], tit
     vmax = float(looks.max())
     cmap = plt.get_cmap("viridis")
     n = len(b)
-    side = min((width - 1.2) / n, 1.45)  # a board's side in inches, beside the colour bars
-    fig, axes = plt.subplots(2, n, figsize=(width, 2 * side + 0.9), squeeze=False, dpi=DPI, layout="constrained")
+    if stacked:
+        side = min((width - 0.6) / 2, 1.8)
+        fig, axes = plt.subplots(n, 2, figsize=(width, n * (side + 0.45) + 1.3), squeeze=False, dpi=DPI,
+                                 layout="constrained")
+        axes = axes.T  # (2, n) as below: the moves, then the attention
+    else:
+        side = min((width - 1.2) / n, 1.45)  # a board's side in inches, beside the colour bars
+        fig, axes = plt.subplots(2, n, figsize=(width, 2 * side + 0.9), squeeze=False, dpi=DPI, layout="constrained")
     for k in range(n):
         top, bottom = axes[0, k], axes[1, k]
         probs = _draw_board(top, b[k].tolist(), moves.move_prob[k].numpy(), "Greens", 1.0)
@@ -152,12 +160,12 @@ def move_and_attention(model: TicTacToeNet, boards: Sequence[Sequence[int]], tit
             bottom.plot([c0, c1], [r0, r1], color=cmap(w), alpha=w, lw=6, solid_capstyle="round")
         bottom.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="red", lw=3))
         bottom.set_title(f"where cell {move[k]} looks", fontsize=LABEL_PT)
-    bar = fig.colorbar(probs, ax=axes[0].tolist(), shrink=0.9, aspect=15)
-    bar.set_label("move probability", fontsize=LABEL_PT)
-    bar.ax.tick_params(labelsize=LABEL_PT)
-    bar = fig.colorbar(weights, ax=axes[1].tolist(), shrink=0.9, aspect=15)
-    bar.set_label(f"attention weight,\nlayer {layer} head {head}", fontsize=LABEL_PT)
-    bar.ax.tick_params(labelsize=LABEL_PT)
+    place = {"location": "bottom", "aspect": 12} if stacked else {"aspect": 15}
+    for image, row, label in ((probs, axes[0], "move probability"),
+                              (weights, axes[1], f"attention weight,\nlayer {layer} head {head}")):
+        bar = fig.colorbar(image, ax=row.tolist(), shrink=0.9, **place)
+        bar.set_label(label, fontsize=LABEL_PT)
+        bar.ax.tick_params(labelsize=LABEL_PT)
     return fig
 
 
