@@ -94,15 +94,39 @@ def test_unseen_grids_leave_out_training_grids():
     "bad, message",
     [
         (np.full((4, 4), 2), "only 0"),
-        (np.zeros((4, 5)), "square"),
         (np.zeros(4), "2-D"),
         (np.zeros((2, 2)), "at least 3x3"),
+        (np.zeros((2, 9)), "at least 3x3"),
         (np.array([[0, 1, 0], [1, -1, 0], [0, 0, 0]]), "only 0"),
     ],
 )
 def test_bad_grids_raise_value_errors(bad, message):
     with pytest.raises(ValueError, match=message):
         life_step(bad)
+
+
+def test_the_rule_runs_on_any_rectangle_of_torus():
+    """Every cell of a rows x columns torus, by its 8 neighbours counted one by one."""
+    rng = np.random.default_rng(7)
+    for shape in ((3, 3), (5, 7), (7, 5), (4, 16)):
+        g = random_grids(2, shape, rng)
+        assert g.shape == (2, *shape)
+        rows, cols = shape
+        want = np.zeros_like(g)
+        for k, r, c in np.ndindex(g.shape):
+            n = sum(g[k, (r + dr) % rows, (c + dc) % cols] for dr in (-1, 0, 1) for dc in (-1, 0, 1) if dr or dc)
+            want[k, r, c] = n == 3 or (g[k, r, c] and n == 2)
+        np.testing.assert_array_equal(life_step(g), want)
+    glider = np.zeros((6, 9), np.uint8)
+    glider[:3, :3] = place("glider", 3)
+    np.testing.assert_array_equal(life_run(glider, 4)[-1], np.roll(glider, (1, 1), (0, 1)))  # it moves on
+    assert check_grids(np.zeros((5, 7)), (5, 7)).shape == (5, 7)
+    with pytest.raises(ValueError, match="expected 7x5 grids, got 5x7"):
+        check_grids(np.zeros((5, 7)), (7, 5))
+    with pytest.raises(ValueError, match="expected 16x16 grids"):
+        check_grids(np.zeros((5, 7)), 16)
+    with pytest.raises(ValueError, match="rows, columns"):
+        random_grids(2, (5, 2), rng)
 
 
 def test_bad_patterns_and_configs_raise_value_errors():
@@ -398,11 +422,18 @@ def test_any_size_model_trains_small_and_is_exact_on_large_grids():
     by_offset = attention_by_offset(model, None)
     assert by_offset.shape == (5, 5) and by_offset[1:4, 1:4].sum() - by_offset[2, 2] >= 0.99
     assert neighbour_attention(model, None) == pytest.approx(by_offset[1:4, 1:4].sum() - by_offset[2, 2])
-    result = any_size_check(model, grids=20, size=64, game_size=40, game_steps=30)
-    assert result == {"exact": 1.0, "game_exact": 1.0}
-    assert all_met(any_size_targets(result, history.seconds, grids=20, size=64, game_size=40, game_steps=30))
-    wrong = any_size_targets({"exact": 0.99, "game_exact": 0.0}, 1.0)
+    result = any_size_check(model, grids=20, shapes=(64, (5, 7), (9, 31)), games=((40, 30), ((12, 50), 40)))
+    assert result == {("grids", 64): 1.0, ("grids", (5, 7)): 1.0, ("grids", (9, 31)): 1.0,
+                      ("game", 40, 30): 1.0, ("game", (12, 50), 40): 1.0}
+    targets = any_size_targets(result, history.seconds, grids=20)
+    assert all_met(targets) and [t.measure for t in targets[1:5]] == [
+        "exact next state, 20 random 5x7 grids", "exact next state, 20 random 9x31 grids",
+        "exact 40x40 game, 30 steps on own outputs", "exact 12x50 game, 40 steps on own outputs"]
+    wrong = any_size_targets({("grids", (5, 7)): 0.99, ("game", (64, 200), 200): 0.0}, 1.0)
     assert missed(wrong) == [t.measure for t in wrong[:2]]
+    # the model that learned positions takes its own square size only
+    with pytest.raises(ValueError, match="expected 8x8 grids, got 5x7"):
+        predict(SingleAttentionNet(LifeConfig(grid_size=8, d_model=8)), np.zeros((1, 5, 7), np.uint8))
 
 
 def test_cell_attention_draws_one_panel_per_cell_with_one_colour_bar():

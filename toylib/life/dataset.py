@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from toylib.draws import stream
-from toylib.life.world import check_grids, life_step
+from toylib.life.world import check_grids, grid_shape, life_step
 
 if TYPE_CHECKING:
     from toylib.life.net import LifeConfig
@@ -21,17 +21,20 @@ if TYPE_CHECKING:
 # ----------------------------------------------------------------------------- data
 
 
-def random_grids(n: int, size: int, rng: np.random.Generator, density: tuple[float, float] = (0.05, 0.95)) -> np.ndarray:
-    """`n` random grids (n, size, size); each grid draws its own density uniformly from
-    `density`, then each cell is alive with that probability. Mixing densities gives the
-    model every neighbour count from 0 to 8 and both empty and crowded regions."""
+def random_grids(n: int, size: int | tuple[int, int], rng: np.random.Generator,
+                 density: tuple[float, float] = (0.05, 0.95)) -> np.ndarray:
+    """`n` random grids (n, rows, columns), of `size` n x n or (rows, columns); each grid
+    draws its own density uniformly from `density`, then each cell is alive with that
+    probability. Mixing densities gives the model every neighbour count from 0 to 8 and both
+    empty and crowded regions."""
     lo, hi = density
     if not 0.0 <= lo <= hi <= 1.0:
         raise ValueError(f"density must be a range (lo, hi) within [0, 1], got {density}")
-    if n < 0 or size < 3:
-        raise ValueError(f"need n >= 0 and size >= 3, got n={n}, size={size}")
+    if n < 0:
+        raise ValueError(f"need n >= 0 grids, got {n}")
+    shape = grid_shape(size)
     p = rng.uniform(lo, hi, size=(n, 1, 1))
-    return (rng.random((n, size, size)) < p).astype(np.uint8)
+    return (rng.random((n, *shape)) < p).astype(np.uint8)
 
 
 def unseen_grids(n: int, size: int, rng: np.random.Generator, seen: set[bytes]) -> tuple[np.ndarray, int]:

@@ -13,22 +13,33 @@ NEIGHBOUR_OFFSETS = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, 
 # ----------------------------------------------------------------------------- the rules
 
 
-def check_grids(grids, size: int | None = None) -> np.ndarray:
-    """Return `grids` as a uint8 array after checking it is one square 0/1 grid (size, size)
-    or a batch of them (n, size, size); raise ValueError saying what is wrong otherwise."""
+def check_grids(grids, size: int | tuple[int, int] | None = None) -> np.ndarray:
+    """Return `grids` as a uint8 array after checking it is one 0/1 grid (rows, columns) or a
+    batch of them (n, rows, columns), at least 3x3 (a torus any smaller would count a cell
+    twice among one cell's 8 neighbours); raise ValueError saying what is wrong otherwise.
+    size: the shape the grids must have, `n` for n x n or (rows, columns)."""
     g = grids.detach().cpu().numpy() if isinstance(grids, torch.Tensor) else np.asarray(grids)
     if g.ndim not in (2, 3):
-        raise ValueError(f"a Life grid must be 2-D (size, size) or a batch (n, size, size), got shape {g.shape}")
-    if g.shape[-1] != g.shape[-2]:
-        raise ValueError(f"a Life grid must be square, got {g.shape[-2]} rows and {g.shape[-1]} columns")
-    if g.shape[-1] < 3:
-        raise ValueError(f"a Life grid needs at least 3x3 cells so that 8 neighbours are distinct, got {g.shape[-1]}")
-    if size is not None and g.shape[-1] != size:
-        raise ValueError(f"expected {size}x{size} grids, got {g.shape[-2]}x{g.shape[-1]}")
+        raise ValueError(f"a Life grid must be 2-D (rows, columns) or a batch (n, rows, columns), got shape {g.shape}")
+    if min(g.shape[-2:]) < 3:
+        raise ValueError(f"a Life grid needs at least 3x3 cells so that 8 neighbours are distinct, "
+                         f"got {g.shape[-2]}x{g.shape[-1]}")
+    if size is not None:
+        want = grid_shape(size)
+        if g.shape[-2:] != want:
+            raise ValueError(f"expected {want[0]}x{want[1]} grids, got {g.shape[-2]}x{g.shape[-1]}")
     if g.size and not np.isin(g, (0, 1)).all():
         bad = np.unique(g[~np.isin(g, (0, 1))])[:5]
         raise ValueError(f"a Life grid holds only 0 (dead) and 1 (alive), found {bad.tolist()}")
     return g.astype(np.uint8)
+
+
+def grid_shape(size: int | tuple[int, int]) -> tuple[int, int]:
+    """(rows, columns) from `n` (an n x n grid) or (rows, columns), each at least 3."""
+    shape = (size, size) if np.ndim(size) == 0 else tuple(size)
+    if len(shape) != 2 or not all(isinstance(n, (int, np.integer)) and n >= 3 for n in shape):
+        raise ValueError(f"a grid's size is n or (rows, columns), each a whole number of at least 3, got {size!r}")
+    return int(shape[0]), int(shape[1])
 
 
 def neighbour_counts(grids) -> np.ndarray:
@@ -38,8 +49,8 @@ def neighbour_counts(grids) -> np.ndarray:
 
 
 def life_step(grids) -> np.ndarray:
-    """One generation of Life on a torus, for one grid (size, size) or a
-    batch of grids (n, size, size).
+    """One generation of Life on a torus, for one grid (rows, columns) or a
+    batch of grids (n, rows, columns).
 
     A cell is alive next if it has 3 live neighbours, or if it is alive and
     has 2."""
@@ -49,7 +60,7 @@ def life_step(grids) -> np.ndarray:
 
 
 def life_run(grid, steps: int) -> np.ndarray:
-    """The true game: (steps + 1, size, size), starting with `grid` itself."""
+    """The true game: (steps + 1, rows, columns), starting with `grid` itself."""
     out = [check_grids(grid)]
     for _ in range(steps):
         out.append(life_step(out[-1]))
