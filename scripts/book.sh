@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/env.sh
 .venv/bin/python scripts/build_book.py "$@"
 echo "The site is in _build/html/index.html"

@@ -16,6 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/env.sh
 export TOYLIB_DEVICE=${TOYLIB_DEVICE:-cpu}
 echo "device $TOYLIB_DEVICE, PyTorch CPU kernels" \
   "$(.venv/bin/python -c 'import torch; print(torch.backends.cpu.get_cpu_capability())')"
