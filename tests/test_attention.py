@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -10,6 +12,7 @@ from toylib.attention import (
     MultiHeadAttention,
     Seq2SeqPatterns,
     attention,
+    attention_over,
     causal_mask,
     count_parameters,
     sinusoidal_positions,
@@ -217,3 +220,22 @@ def test_encoder_decoder_needs_a_layer_on_each_side():
         EncoderDecoder(0, 2, 16, 4, 32)
     with pytest.raises(ValueError, match="got 2 and 0"):
         EncoderDecoder(2, 0, 16, 4, 32)
+
+
+def test_attention_over_listed_keys_is_attention_with_the_rest_masked():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 6, 4), torch.randn(2, 3, 9, 4), torch.randn(2, 3, 9, 5)
+    keys = torch.stack([torch.randperm(9)[:3] for _ in range(3 * 6)]).view(1, 3, 6, 3)  # distinct per query
+    bias = torch.randn(2, 3, 6, 3).masked_fill(torch.rand(2, 3, 6, 3) < 0.3, -math.inf)
+    bias[0, 0, 0] = -math.inf  # a query that may read nothing reads zeros, as in `attention`
+    dense = torch.full((2, 3, 6, 9), -math.inf).scatter(-1, keys.expand(2, -1, -1, -1), bias)
+    out, pattern = attention_over(q, k, v, keys, bias)
+    want_out, want_pattern = (t.nan_to_num() for t in attention(q, k, v, dense))  # a float bias of -inf: NaN
+    torch.testing.assert_close(out, want_out)
+    torch.testing.assert_close(pattern, want_pattern.gather(-1, keys.expand(2, -1, -1, -1)) * (bias > -math.inf))
+    assert pattern[0, 0, 0].abs().sum() == 0 and out[0, 0, 0].abs().sum() == 0
+    with pytest.raises(ValueError, match="long positions"):
+        attention_over(q, k, v, keys.float(), bias)
+    causal = MultiHeadAttention(8, 2, causal=True)
+    with pytest.raises(ValueError, match="causal"):
+        causal(torch.randn(1, 4, 8), keys=torch.zeros(1, 1, 4, 1, dtype=torch.long))

@@ -1,4 +1,5 @@
 import dataclasses
+import math
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -22,6 +23,7 @@ from toylib.maze.net import (MazeConfig, MazeModel, MazeNet, Memory, build_model
                              train)
 from toylib.maze.post import EMBED_SIDE, POST, PostMazeNet
 from toylib.maze.world import (
+    DIRECTIONS,
     DOWN,
     LEFT,
     RIGHT,
@@ -37,9 +39,11 @@ from toylib.maze.world import (
     from_pixels,
     grid_shape,
     open_path,
+    STEP,
     random_maze,
     random_walk,
     shortest_path,
+    spanning_tree_maze,
     to_pixels,
 )
 
@@ -461,14 +465,14 @@ def test_the_model_returns_attention_from_its_forward_pass():
         tiles = size[0] * size[1]
         logits, patterns = model(torch.from_numpy(mazes.mazes), moves, iterations=6)
         assert logits.shape == (3, moves.shape[1], 6)
-        assert patterns.encoder.shape == (3, 6, 4, tiles, tiles)
+        assert patterns.encoder.shape == (3, 6, 4, tiles, 2)  # over (the tile, its neighbour)
         assert patterns.decoder_self.shape == (3, 2, 4, moves.shape[1], moves.shape[1])
         assert patterns.cross.shape == (3, 2, 4, moves.shape[1], tiles)
         assert torch.allclose(patterns.cross.sum(-1), torch.ones(()))
-        # head 0 looks up: each tile attends only to itself and, when they connect, the tile above
+        # head 0 looks up: each tile attends to itself and, only when they connect, to the tile above
         up = torch.from_numpy(np.stack([exits(from_pixels(m).arms)[..., 0].ravel() for m in mazes.mazes]))
-        looked = patterns.encoder[:, 0, 0] > 0  # (3, tiles, tiles)
-        assert torch.equal(looked.sum(-1), 1 + up.long())
+        looked = patterns.encoder[:, 0, 0] > 0  # (3, tiles, 2)
+        assert looked[..., 0].all() and torch.equal(looked[..., 1], up)
     post = build_model(POST)
     assert isinstance(post, PostMazeNet) and count_parameters(post) == 570_502  # the post's "about 570k"
     logits, patterns = post(torch.from_numpy(mazes.mazes), moves)
@@ -746,3 +750,54 @@ def test_encoder_search_refuses_bad_input():
         maze_look.search_image(maze, search, 1)
     with pytest.raises(ValueError, match="tiles"):
         maze_look.search_image(dataset.make_mazes(1, size=6, seed=3).mazes[0], search, 0)
+
+
+def test_an_encoder_pass_reads_two_tiles_and_equals_attention_masked_to_the_corridors():
+    """The looped encoder lists two keys per head and tile (itself, its neighbour); that is the
+    same pass as attention over every tile with everything but those two masked out, at a
+    cost that grows with the tiles, not with their square."""
+    torch.manual_seed(0)
+    model = MazeNet(MazeConfig())
+    with torch.no_grad():
+        model.look.copy_(torch.randn(4, 2))
+    for size in (5, (6, 9)):
+        pixels = torch.from_numpy(make_mazes(4, size=size, seed=3).mazes)
+        keys, bias = model.neighbours(connections(pixels))  # (1, head, tiles, 2), (batch, head, tiles, 2)
+        n = keys.shape[2]
+        dense = torch.full((4, 4, n, n), -math.inf)
+        dense.scatter_(-1, keys[..., 1:].expand(4, -1, -1, -1), bias[..., 1:])  # the neighbour first: off the grid
+        dense.scatter_(-1, keys[..., :1].expand(4, -1, -1, -1), bias[..., :1])  # it is the tile itself again
+        x = torch.randn(4, n, 32)
+        sparse_out, sparse_pattern = model.step(x, bias, keys)
+        dense_out, dense_pattern = model.step(x, dense)
+        torch.testing.assert_close(sparse_out, dense_out)
+        torch.testing.assert_close(sparse_pattern, dense_pattern.gather(-1, keys.expand(4, -1, -1, -1))
+                                   * (bias > -math.inf))
+
+
+def test_spanning_tree_mazes_join_every_tile_by_one_path():
+    rng = np.random.default_rng(0)
+    for size in (2, 5, (4, 9), 16):
+        sample = spanning_tree_maze(rng, size)
+        layout = from_pixels(sample.maze)
+        ex = exits(layout.arms)
+        rows, cols = layout.arms.shape[:2]
+        assert ex.sum() // 2 == rows * cols - 1  # a tree: one passage fewer than tiles
+        assert np.array_equal(ex, layout.arms)  # no arm opens onto a wall or off the grid
+        seen, frontier = {layout.start}, [layout.start]  # every tile reachable from the start
+        while frontier:
+            r, c = frontier.pop()
+            for k, m in enumerate(DIRECTIONS):
+                nxt = (r + STEP[m][0], c + STEP[m][1])
+                if ex[r, c, k] and nxt not in seen:
+                    seen.add(nxt)
+                    frontier.append(nxt)
+        assert len(seen) == rows * cols
+        check = check_solution(sample.maze, sample.solution)
+        assert check.optimal and layout.start != layout.end
+    a, b = (spanning_tree_maze(np.random.default_rng(3), 8) for _ in range(2))
+    assert np.array_equal(a.maze, b.maze) and a.solution == b.solution  # every draw from the generator
+    lengths = [len(spanning_tree_maze(rng, 32).solution) - 2 for _ in range(20)]
+    assert max(lengths) >= 200  # long winding paths, far past the post's 18 moves
+    with pytest.raises(ValueError, match="at least 2"):
+        spanning_tree_maze(rng, 1)

@@ -1,4 +1,5 @@
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -388,18 +389,38 @@ def test_relative_bias_is_clipped_past_its_window():
     assert b[8, 0] == end.end[0, 2] and b[1, 7] == end.end[0, 2]  # the mirror of slot i is 8 - i
 
 
-def test_relative_attention_is_the_same_at_any_position_and_length():
-    model = SeqTransformer(SeqConfig(scheme="relative", from_end=False, max_offset=3))
+def test_relative_attention_is_the_same_at_any_position_and_grows_as_log_length():
+    model = SeqTransformer(SeqConfig(scheme="relative", from_end=False, max_offset=3))  # length 8
     with torch.no_grad():
         model.biases[0].start.copy_(torch.linspace(-1, 1, 7))
-    for n in (12, 40):  # a constant sequence: only positions could tell queries apart
+    for n in (12, 16, 40):  # a constant sequence: only positions could tell queries apart
         log_p = model(torch.full((1, n), 4))[1][0, 0, 0].log()  # (query, key)
         # log p[i, j] - log p[i, i] is the score difference: a function of j - i alone
         for d in (-4, -3, -1, 1, 2, 3, 5):
             diffs = torch.stack([log_p[i, i + d] - log_p[i, i] for i in range(4, n - 5)])
             torch.testing.assert_close(diffs, torch.full_like(diffs, diffs[0].item()))
-            # the table steps by 1/3 per offset, in units of bias_scale = 10
-            assert diffs[0].item() == pytest.approx(10 * max(-3, min(d, 3)) / 3, abs=1e-4)
+            # the table steps by 1/3 per offset, in units of bias_scale = 10, at the config's
+            # length 8, and grows as log n past it
+            expected = 10 * max(-3, min(d, 3)) / 3 * math.log(n) / math.log(8)
+            assert diffs[0].item() == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.parametrize("log_scale", [True, False])
+def test_log_scale_keeps_the_keys_beyond_the_window_from_drowning_the_source(log_scale):
+    # copy's table with a gap of 4 nats at length 16 between the slot's own position and every
+    # other key; a constant sequence, so that the keys' content cannot tell them apart
+    model = SeqTransformer(SeqConfig(scheme="relative", from_end=False, length=16, log_scale=log_scale))
+    with torch.no_grad():
+        model.biases[0].start.copy_(torch.tensor([0.0, 0.0, 0.4, 0.0, 0.0]))  # units of 10 nats
+    weight = {}
+    for n in (16, 64, 256, 1024):
+        gap = 4 * (math.log(n) / math.log(16) if log_scale else 1)
+        weight[n] = model(torch.full((1, n), 4))[1][0, 0, 0, n // 2, n // 2].item()  # the middle slot on itself
+        assert weight[n] == pytest.approx(1 / (1 + (n - 1) * math.exp(-gap)), rel=1e-4)
+    if log_scale:  # (n - 1) e^-gap = (n - 1) n^(-4 / log 16): it falls, and the source's weight rises
+        assert weight[16] < weight[64] < weight[256] < weight[1024] and weight[1024] > 0.95
+    else:  # (n - 1) e^-4 grows with n: at 256 the far keys hold most of the weight
+        assert weight[16] > weight[64] > weight[256] > weight[1024] and weight[256] < 0.25
 
 
 @pytest.mark.parametrize(
@@ -408,6 +429,7 @@ def test_relative_attention_is_the_same_at_any_position_and_length():
         (dict(scheme="rotary"), "scheme"),
         (dict(scheme="relative", max_offset=0), "max_offset"),
         (dict(scheme="relative", bias_scale=0.0), "bias_scale"),
+        (dict(scheme="relative", length=1), "log_scale"),  # log 1 = 0 would divide
         (dict(scheme="relative", positions=False), "positions"),
         (dict(scheme="relative", n_heads=3), "divisible"),  # d_model is vocab alone: 10
     ],
@@ -432,15 +454,17 @@ def test_relative_model_shapes_and_what_it_rejects():
         NumpyTransformer(cfg, np.random.default_rng(0))
 
 
-def test_relative_reverse_trained_on_short_lengths_is_exact_at_four_times_them():
+def test_relative_models_trained_on_short_lengths_are_exact_at_sixteen_times_them():
     from toylib.sequences.measure import RELATIVE, length_table, length_targets, train_mixed
 
-    (model, history), = train_mixed(tasks=("reverse",), lengths=range(2, 9), device="cpu", **RELATIVE).values()
-    assert history.stop_reason == "callback"
-    table = length_table({"reverse": model}, lengths=(8, 32), n=500)
-    assert table == {"reverse": {8: 1.0, 32: 1.0}}
-    targets = length_targets(table, lengths=(32,), trained_on=range(2, 9))
-    assert [t.measure for t in targets] == ["relative, trained on 2-8: exact, reverse, length 32"] and all_met(targets)
+    # rotate's last slot reads position 0, far from it: the source the far keys crowd most
+    runs = train_mixed(tasks=("reverse", "rotate"), lengths=range(2, 9), device="cpu", **RELATIVE)
+    assert all(history.stop_reason == "callback" for _, history in runs.values())
+    table = length_table({task: model for task, (model, _) in runs.items()}, lengths=(8, 128), n=500)
+    assert table == {"reverse": {8: 1.0, 128: 1.0}, "rotate": {8: 1.0, 128: 1.0}}
+    targets = length_targets(table, lengths=(128,), trained_on=range(2, 9))
+    assert [t.measure for t in targets] == [f"relative, trained on 2-8: exact, {task}, length 128"
+                                            for task in ("reverse", "rotate")] and all_met(targets)
 
 
 # ----------------------------------------------------------------------------- the opening picture

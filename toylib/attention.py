@@ -48,6 +48,43 @@ def attention(
     return pattern @ v, pattern
 
 
+def attention_over(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    keys: torch.Tensor,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`attention` in which each query reads only the few keys listed for it, so that its
+    cost grows with the queries times the keys listed, not with queries times all keys: for
+    a model whose queries may look only at their neighbours (a maze's tiles), the same
+    output as `attention` with a mask that is False everywhere else.
+
+    q: (..., query_pos, d_head), k and v: (..., key_pos, d_head).
+    keys: (..., query_pos, n_keys) long, broadcastable to q's leading dimensions: the key
+    positions each query reads (a position may be listed twice; mask one of them out).
+    mask, broadcastable to (..., query_pos, n_keys): as in `attention`, for the listed keys.
+    Returns (output (..., query_pos, d_head), pattern (..., query_pos, n_keys)): the
+    pattern is over the listed keys, in their order.
+    """
+    if keys.dtype != torch.long or keys.dim() < 2:
+        raise ValueError(f"keys are (..., query_pos, n_keys) long positions, got {keys.dtype} of shape "
+                         f"{tuple(keys.shape)}")
+    lead, d = q.shape[:-2], k.shape[-1]
+    n_q, n_keys = q.shape[-2], keys.shape[-1]
+    index = keys.expand(*lead, n_q, n_keys).reshape(*lead, n_q * n_keys, 1)  # (..., query_pos * n_keys, 1)
+    # (..., query_pos, n_keys, d_head): the listed keys and values of each query
+    k_listed = k.gather(-2, index.expand(*lead, n_q * n_keys, d)).view(*lead, n_q, n_keys, d)
+    v_listed = v.gather(-2, index.expand(*lead, n_q * n_keys, v.shape[-1])).view(*lead, n_q, n_keys, -1)
+    scores = (q[..., None, :] * k_listed).sum(-1) / math.sqrt(q.shape[-1])  # (..., query_pos, n_keys)
+    if mask is not None and mask.dtype != torch.bool:
+        scores, mask = scores + mask, None
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    pattern = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)  # a query that may read nothing reads zeros
+    return (pattern[..., None] * v_listed).sum(-2), pattern  # (..., query_pos, d_head), (..., query_pos, n_keys)
+
+
 def causal_mask(
     n: int, device: torch.device | str | None = None
 ) -> torch.Tensor:
@@ -99,12 +136,18 @@ class MultiHeadAttention(nn.Module):
         return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)
 
     def forward(
-        self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None
+        self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+        keys: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """keys: (batch or 1, head or 1, query_pos, n_keys) long, or None: with keys, each query
+        reads only the key positions listed for it (`attention_over`), mask is for those
+        (batch or 1, head or 1, query_pos, n_keys), and the pattern is (batch, head, query_pos, n_keys)."""
         context = x if context is None else context
         q = self._heads(self.W_Q(x))  # (batch, head, query_pos, d_head)
         k = self._heads(self.W_K(context))  # (batch, head, key_pos, d_head)
         v = self._heads(self.W_V(context))  # (batch, head, key_pos, d_head)
+        if keys is not None and self.causal:
+            raise ValueError("listed keys and a causal mask do not go together: list only earlier positions")
         if self.causal:
             if context is not x:
                 raise ValueError("a causal mask applies to self-attention only")
@@ -116,7 +159,8 @@ class MultiHeadAttention(nn.Module):
         if mask is not None and mask.dim() == 3:  # (batch, query_pos, key_pos): same for every head;
             # a per-head mask or bias comes as (batch or 1, head, query_pos, key_pos)
             mask = mask[:, None]
-        z, pattern = attention(q, k, v, mask)  # (batch, head, query_pos, d_head)
+        # (batch, head, query_pos, d_head)
+        z, pattern = attention(q, k, v, mask) if keys is None else attention_over(q, k, v, keys, mask)
         b, _, n, _ = z.shape
         z = z.transpose(1, 2).reshape(b, n, self.n_heads * self.d_head)  # (batch, query_pos, d_model)
         return self.W_O(z), pattern
@@ -131,7 +175,9 @@ class EncoderBlock(nn.Module):
     """Pre-LayerNorm block: self-attention, then a feed-forward layer, each added to the residual.
 
     With causal=True this is the GPT-style "decoder-only" block.
-    forward(x, mask=None) -> (x, pattern (batch, head, query_pos, key_pos))
+    forward(x, mask=None, keys=None) -> (x, pattern (batch, head, query_pos, key_pos)); with
+    `keys`, each position reads only the positions listed for it (see MultiHeadAttention) and
+    the pattern is (batch, head, query_pos, n_keys).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_mlp: int, dropout: float = 0.0, causal: bool = False):
@@ -142,9 +188,9 @@ class EncoderBlock(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, keys: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        z, pattern = self.attn(self.ln_attn(x), mask=mask)
+        z, pattern = self.attn(self.ln_attn(x), mask=mask, keys=keys)
         x = x + self.drop(z)  # (batch, pos, d_model)
         x = x + self.mlp(self.ln_mlp(x))
         return x, pattern

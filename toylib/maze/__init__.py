@@ -21,9 +21,9 @@ The chapter's map, one room per file, in the reader's order (a notebook imports 
 
 - `world.py`: tiles and pixels (`to_pixels`, `from_pixels`), moves (`exits`, `open_path`), the
   ground truth (`MazeState`, `shortest_path`, `check_solution`), the post's generator
-  (`random_maze`) and `draw_maze`.
+  (`random_maze`), a second one with no loops (`spanning_tree_maze`) and `draw_maze`.
 - `dataset.py`: maze keys, `MazeSet`, the splits (`make_splits`; a config's: `for_config`) and
-  the mazes beyond them (`make_mazes`); the tensor views the models read (`tile_view`,
+  the mazes beyond them (`make_mazes`, of either kind); the tensor views the models read (`tile_view`,
   `connections`, `walk_tiles`, `invalid_last_move`, `solution_tensor`, ...).
 - `net.py`: `MazeConfig`, what every maze model does (`Memory`, `MazeModel`), the chapter's
   `MazeNet`, `build_model`, the loss (`maze_loss`), solving (`solve_greedy`), `token_accuracy`,

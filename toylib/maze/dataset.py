@@ -15,7 +15,7 @@ import torch
 
 from toylib.draws import budget, distinct, stream
 from toylib.maze.world import (CENTRE, DOWN, LEFT, MOVE_NAMES, RIGHT, START, START_MARK, STEP, TILE, UP, Sample,
-                               _check_lengths, check_pixels, exits, grid_shape, random_maze)
+                               _check_lengths, check_pixels, exits, grid_shape, random_maze, spanning_tree_maze)
 
 if TYPE_CHECKING:  # net.py builds on this module, so the config is only named here
     from toylib.maze.net import MazeConfig
@@ -54,14 +54,22 @@ class MazeSet:
         return {_key(m) for m in self.mazes}
 
 
-def _fill(n: int, rng: np.random.Generator, seen: set[bytes], size, path_lengths, p_arm, min_moves: int) -> MazeSet:
-    """`n` fresh mazes from `rng`, none already in `seen` (which gains their keys), each with a
-    solution of at least `min_moves` moves. Raises RuntimeError when too few turn up."""
+KINDS = ("post", "tree")  # the post's generator (`random_maze`), or mazes with no loops (`spanning_tree_maze`)
+
+
+def _fill(n: int, rng: np.random.Generator, seen: set[bytes], size, path_lengths, p_arm, min_moves: int,
+          kind: str = "post") -> MazeSet:
+    """`n` fresh mazes of `kind` from `rng`, none already in `seen` (which gains their keys),
+    each with a solution of at least `min_moves` moves. Raises RuntimeError when too few turn up."""
     if n < 0:
         raise ValueError(f"the number of mazes must be >= 0, got {n}")
-    fresh = distinct(lambda: random_maze(rng, size, path_lengths, p_arm), key=lambda drawn: _key(drawn[0]),
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    draw = (lambda: random_maze(rng, size, path_lengths, p_arm)) if kind == "post" else (
+        lambda: spanning_tree_maze(rng, size))
+    fresh = distinct(draw, key=lambda drawn: _key(drawn[0]),
                      seen=seen, max_draws=budget(n), keep=lambda drawn: len(drawn[1]) - 2 >= min_moves,
-                     what=f"of {n} new mazes of size {size} with p_arm={p_arm} and min_moves={min_moves}")
+                     what=f"of {n} new {kind} mazes of size {size} with p_arm={p_arm} and min_moves={min_moves}")
     mazes, solutions = zip(*itertools.islice(fresh, n)) if n else ((), ())
     shape = grid_shape(size)
     return MazeSet(np.array(mazes, np.uint8).reshape(n, shape[0] * TILE, shape[1] * TILE),
@@ -91,17 +99,19 @@ def for_config(config: MazeConfig) -> dict[str, MazeSet]:
 def make_mazes(
     n: int, size: int | tuple[int, int] = 5, seed: int = 0, path_lengths: tuple[int, int] = (2, 18),
     p_arm: float = 0.65, min_moves: int = 1, exclude: set[bytes] | frozenset[bytes] = frozenset(),
+    kind: str = "post",
 ) -> MazeSet:
     """`n` distinct mazes for a test beyond the splits: another size (6x6, 8x8), or longer
     walks (`path_lengths=(19, 30)`). Random tiles often open a shortcut past a long walk, so
     `min_moves` keeps only mazes whose solution has at least that many moves: at 8x8 with walks
     of 19 to 40 moves about 1 maze in 25 keeps 19 or more, at 5x5 almost none (and the draw
     gives up with a RuntimeError). Mazes whose key is in `exclude` (say
-    `splits["train"].keys()`) are skipped."""
+    `splits["train"].keys()`) are skipped. kind="tree": mazes with no loops from
+    `spanning_tree_maze` instead (path_lengths and p_arm do not apply to them)."""
     lo, hi = _check_lengths(path_lengths)
-    if not 1 <= min_moves <= hi:
+    if not 1 <= min_moves <= (hi if kind == "post" else np.prod(grid_shape(size)) - 1):
         raise ValueError(f"min_moves must be within 1..{hi} (the longest walk), got {min_moves}")
-    return _fill(n, stream(seed), set(exclude), size, path_lengths, p_arm, min_moves)
+    return _fill(n, stream(seed), set(exclude), size, path_lengths, p_arm, min_moves, kind)
 
 
 # ----------------------------------------------------------------------------- the model reads the pixels

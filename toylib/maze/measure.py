@@ -41,12 +41,13 @@ def length_table(scores: Scores) -> str:
 
 # ----------------------------------------------------------------------------- the chapter's targets
 
-# Mazes the model never trained on, of other sizes and with longer paths (see `make_mazes`).
+# Mazes the model never trained on, of other sizes, with longer paths, and of a second kind (see `make_mazes`).
 BEYOND = {
     "6x6": dict(size=6),
     "7x7": dict(size=7),
     "8x8": dict(size=8),
     "8x8, shortest paths of 19 to 40": dict(size=8, path_lengths=(19, 40), min_moves=19),
+    "8x8 with no loops (spanning trees)": dict(size=8, kind="tree"),
 }
 
 

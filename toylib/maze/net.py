@@ -28,6 +28,7 @@ from toylib.train import Callback, History, TrainOptions, fit, minibatches, stop
 
 
 MODELS = ("looped", "post")
+DENSE_TILES = 25  # MazeNet: mazes of at most this many tiles run their encoder as masked dense attention
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +87,9 @@ class Memory(NamedTuple):
     """What an encoder made of a batch of mazes: the decoder reads it at every step."""
 
     states: torch.Tensor  # (batch, tiles, d_model): one per tile, row by row
-    patterns: torch.Tensor | None  # (batch, layer, head, tiles, tiles): the encoder's attention; None if not kept
+    # the encoder's attention, (batch, layer, head, tiles, keys): MazeNet's over (the tile, its neighbour),
+    # the post's over every tile; None if not kept
+    patterns: torch.Tensor | None
     start: torch.Tensor  # (batch, 2) long: the start tile
     shape: tuple[int, int]  # (R, C): the maze's size in tiles
 
@@ -124,7 +127,8 @@ class MazeNet(MazeModel):
     two tiles connect: the maze's corridors are the attention mask. Each iteration moves
     information one tile along the corridors, so a tile can learn which way the end lies
     from neighbours that already know: a breadth-first search from the end, one ring of
-    tiles per iteration. Patterns are (batch, iteration, head, tile, tile).
+    tiles per iteration. Patterns are (batch, iteration, head, tile, 2):
+    over the tile itself and that neighbour.
 
     Decoder: a token per move so far, the move alone; where the walker stands enters only
     through cross-attention, whose score to each tile gets a learned bias (per head) for the
@@ -150,8 +154,9 @@ class MazeNet(MazeModel):
         self.unembed = nn.Linear(c.d_model, N_MOVES)
 
     def encoder_bias(self, exits_: torch.Tensor) -> torch.Tensor:
-        """(batch, head, tiles, tiles): the attention bias of every iteration, -inf where a
-        head may not look. exits_ (batch, R, C, 4) from `connections`."""
+        """(batch, head, tiles, tiles): the attention bias of every iteration over every tile,
+        -inf where a head may not look: what `neighbours` lists, as a mask. exits_ (batch, R,
+        C, 4) from `connections`."""
         b, rows, cols, _ = exits_.shape
         n = rows * cols
         tiles = torch.arange(n, device=exits_.device)
@@ -164,22 +169,48 @@ class MazeNet(MazeModel):
         look = self.look[None, :, None, None]  # (1, head, 1, 1, 2)
         return torch.where(itself, look[..., 0], torch.where(along, look[..., 1], -math.inf))
 
+    def neighbours(self, exits_: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Where each head may look in every pass, and its bias: keys (1, head, tiles, 2) long,
+        the tile itself and its neighbour along DIRECTIONS[h % 4] (the tile again off the
+        grid), and bias (batch, head, tiles, 2), the head's learned `look`, -inf where the two
+        tiles do not connect. exits_ (batch, R, C, 4) from `connections`."""
+        b, rows, cols, _ = exits_.shape
+        heads = self.config.n_heads
+        direction = torch.arange(heads, device=exits_.device) % 4  # (head,) the arm each head looks along
+        step = torch.tensor([STEP[m] for m in DIRECTIONS], device=exits_.device)[direction]  # (head, 2)
+        there = tile_grid((rows, cols), exits_.device) + step[:, None]  # (head, tiles, 2), perhaps off the grid
+        there = there[..., 0].clamp(0, rows - 1) * cols + there[..., 1].clamp(0, cols - 1)  # (head, tiles)
+        itself = torch.arange(rows * cols, device=exits_.device).expand(heads, -1)  # (head, tiles)
+        keys = torch.stack((itself, there), -1)[None]  # (1, head, tiles, 2)
+        along = exits_.flatten(1, 2)[..., direction].transpose(1, 2)  # (batch, head, tiles): connected?
+        look = self.look[None, :, None]  # (1, head, 1, 2)
+        bias = torch.stack((look[..., 0].expand(b, -1, rows * cols),
+                            torch.where(along, look[..., 1], -math.inf)), -1)  # (batch, head, tiles, 2)
+        return keys, bias
+
     def encode(self, pixels: torch.Tensor, iterations: int | None = None,
                keep: bool = True) -> Memory:
         tiles = tile_view(pixels)  # (batch, R, C, TILE, TILE)
         b, rows, cols = tiles.shape[:3]
         one_hot = F.one_hot(tiles.long(), 4).flatten(3).float()
         tile = self.tile_embed(one_hot).flatten(1, 2)  # (batch, tiles, d)
-        # (batch, head, tiles, tiles): where each head may look, and its bias
-        bias = self.encoder_bias(connections(pixels))
+        # where each head may look, and its bias: (1, head, tiles, 2), (batch, head, tiles, 2). A tile
+        # reads two tokens, not all of them, so a pass costs as much per tile in a 32x32 maze as in a
+        # 5x5. Up to DENSE_TILES the same pass runs as attention over every tile, masked: gathering
+        # costs more than it saves there (250 mazes, 5x5: 0.18 s dense, 0.23 s listed; 6x6: 0.55, 0.44)
+        exits_ = connections(pixels)
+        keys, bias = self.neighbours(exits_)
+        dense = rows * cols <= DENSE_TILES
+        mask = self.encoder_bias(exits_) if dense else bias  # (batch, head, tiles, tiles) or as bias
         x, patterns = torch.zeros_like(tile), []
         for _ in range(iterations or rows * cols):
             # every iteration sees the tile afresh beside what it has learned
             # so far ("recall"): many updates never dilute the tile's pixels
-            x, pattern = self.step(x + tile, bias)  # (batch, tiles, d), pattern
-            x = x - tile  # (batch, head, tiles, tiles) is the pattern's shape
-            if keep:
-                patterns.append(pattern)
+            x, pattern = self.step(x + tile, mask, None if dense else keys)  # (batch, tiles, d), pattern
+            x = x - tile
+            if keep:  # (batch, head, tiles, 2): over the tile and its neighbour, however it ran
+                patterns.append(pattern.gather(-1, keys.expand(b, -1, -1, -1)) * (bias > -math.inf)
+                                if dense else pattern)
         kept = torch.stack(patterns, 1) if keep else None
         start = start_tiles(pixels)
         return Memory(self.ln_memory(x), kept, start, (rows, cols))

@@ -363,6 +363,34 @@ def random_maze(
     return Sample(to_pixels(*layout), [START, *moves, STOP])
 
 
+def spanning_tree_maze(rng: np.random.Generator, size: int | tuple[int, int] = 8) -> Sample:
+    """One maze with no loops, every draw from `rng`: a random depth-first search carves the
+    passages (from a random tile, step to a random unvisited neighbour, opening the passage;
+    back up when there is none), so the passages form a spanning tree of the grid: every
+    tile is reachable and one path joins any two. Then a start and an end, two distinct
+    random tiles; the solution is that one path. Nothing here is the post's: a second kind of
+    maze to test on, with long winding corridors and dead ends everywhere (at 32x32 the path
+    is often hundreds of moves)."""
+    rows, cols = shape = grid_shape(size)
+    arms = np.zeros((*shape, 4), bool)  # (R, C, 4)
+    tile = (int(rng.integers(rows)), int(rng.integers(cols)))
+    visited, stack = {tile}, [tile]
+    while stack:
+        r, c = stack[-1]
+        options = [(k, (r + dr, c + dc)) for k, (dr, dc) in enumerate(STEP[m] for m in DIRECTIONS)
+                   if 0 <= r + dr < rows and 0 <= c + dc < cols and (r + dr, c + dc) not in visited]
+        if not options:
+            stack.pop()  # a dead end: back up to the last tile with a way on
+            continue
+        k, nxt = options[int(rng.integers(len(options)))]
+        arms[r, c, k] = arms[(*nxt, (k + 2) % 4)] = True  # arm k and the one facing it
+        visited.add(nxt)
+        stack.append(nxt)
+    start, end = (divmod(int(t), cols) for t in rng.choice(rows * cols, 2, replace=False))
+    layout = Layout(arms, start, end)
+    return Sample(to_pixels(*layout), [START, *shortest_path(layout), STOP])
+
+
 # The start is cyan as in the post; the end is red rather than the post's black, which is hard
 # to tell from a wall.
 MAZE_COLOURS = ListedColormap(["#23262f", "#f2eee3", "#17becf", "#d62728"])

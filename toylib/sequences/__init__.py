@@ -23,8 +23,10 @@ toylib.train.fit) and in NumPy with a hand-written backward pass (`NumpyTransfor
 Past the post: with sinusoids, a model trained on lengths up to 16 fails a few positions later.
 `SeqConfig(scheme="relative")` replaces the position vectors with a learned attention bias by
 clipped offset (`RelativeBias`, after T5's relative position buckets), plus a second bias by
-the offset from the query's mirror n-1-i, which is what reverse needs: the length. Trained on
-lengths 2-16 (`train_mixed`), it is exact at 32 and 64 (`length_table`, `length_targets`).
+the offset from the query's mirror n-1-i, which is what reverse needs: the length. The bias
+grows as log n (`log_scale`), so that the keys beyond the window, which share one bias, never
+drown the source. Trained on lengths 2-16 (`train_mixed`), it is exact at 64, 128 and 256
+(`length_table`, `length_targets`).
 
 The chapter's rooms, in the reader's order (each imports only from those above it):
 

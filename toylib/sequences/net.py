@@ -11,6 +11,7 @@ the copy program. Keys and values read [content | position] either way.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import torch
@@ -47,6 +48,8 @@ class SeqConfig:
     # n-1-i (the query counted from the end): the one place where the length n enters
     bias_scale: float = 10.0  # relative: the bias is learned in units of this many nats, so that
     # Adam's steps (about lr each) reach the margins a long sequence's softmax needs
+    log_scale: bool = True  # relative: the bias times log(n) / log(length) at length n, so that the
+    # keys beyond the window, which share one bias, keep a share that falls as n grows (`RelativeBias`)
     queries: str = "position"  # first layer's queries from the position encoding only; "input": from
     # [content | position] as in the post, which lets copy attend by content instead of by position
     n_layers: int = 1  # the post: one layer is enough
@@ -82,6 +85,8 @@ class SeqConfig:
             raise ValueError(f"max_offset must be an integer >= 1, got {self.max_offset!r}")
         if not self.bias_scale > 0:
             raise ValueError(f"bias_scale must be > 0, got {self.bias_scale!r}")
+        if self.relative and self.log_scale and self.length < 2:
+            raise ValueError(f"log_scale divides by log(length): length must be >= 2, got {self.length}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model = {self.d_model} (vocab, plus d_pos with sinusoids) must be divisible by "
                              f"n_heads = {self.n_heads}")
@@ -125,12 +130,23 @@ class RelativeBias(nn.Module):
 
     The tables start at zero (uniform attention) and hold the bias in units of `scale`.
 
+    With a `length`, the bias is multiplied by log(n) / log(length): the tables hold it at that
+    length, and it scales with log n at any other. The keys beyond the window share one bias, so
+    with a gap of g nats between the source and them their total weight against the source's
+    is about n e^-g, which grows with n until it drowns the source. Scaled, it is about
+    n^(1 - g / log(length)), which falls as n grows once g > log(length) (2.8 nats at 16). After
+    D. Chiang and P. Cholak, "Overcoming a theoretical limitation of self-attention" (2022),
+    who scale the scores by log n for the same reason.
+
     forward(n) -> bias (1, head, query_pos, key_pos), for `attention`'s float mask.
     """
 
-    def __init__(self, n_heads: int, max_offset: int, from_end: bool = True, scale: float = 1.0):
+    def __init__(self, n_heads: int, max_offset: int, from_end: bool = True, scale: float = 1.0,
+                 length: int | None = None):
         super().__init__()
-        self.max_offset, self.scale = max_offset, scale
+        if length is not None and length < 2:
+            raise ValueError(f"length must be >= 2 (its log divides), got {length}")
+        self.max_offset, self.scale, self.length = max_offset, scale, length
         self.start = nn.Parameter(torch.zeros(n_heads, 2 * max_offset + 1))
         self.end = nn.Parameter(torch.zeros(n_heads, 2 * max_offset + 1)) if from_end else None
 
@@ -147,7 +163,9 @@ class RelativeBias(nn.Module):
             mirror = n - 1 - i[:, None]  # (query, 1): i counted from the end
             # (head, query, key): by j - (n-1-i), the offset from the mirror
             bias = bias + self.end[:, self.bucket(i[None, :] - mirror)]
-        return self.scale * bias[None]  # (1, head, query, key)
+        # 1 at `length` and more past it: the far keys' share falls with n
+        grow = math.log(n) / math.log(self.length) if self.length else 1.0
+        return self.scale * grow * bias[None]  # (1, head, query, key)
 
 
 class SeqTransformer(nn.Module):
@@ -181,7 +199,8 @@ class SeqTransformer(nn.Module):
         self.readout = nn.Linear(d, config.vocab)
         if config.relative:  # zeros at first: uniform attention; no random draw
             self.biases = nn.ModuleList(
-                RelativeBias(config.n_heads, config.max_offset, config.from_end, config.bias_scale)
+                RelativeBias(config.n_heads, config.max_offset, config.from_end, config.bias_scale,
+                             config.length if config.log_scale else None)
                 for _ in range(config.n_layers))
 
     def attention_layer(self, layer: int = 0) -> MultiHeadAttention:
