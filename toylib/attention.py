@@ -188,7 +188,8 @@ class EncoderBlock(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, keys: torch.Tensor | None = None
+        self, x: torch.Tensor, mask: torch.Tensor | None = None,
+        keys: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         z, pattern = self.attn(self.ln_attn(x), mask=mask, keys=keys)
         x = x + self.drop(z)  # (batch, pos, d_model)

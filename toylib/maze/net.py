@@ -194,23 +194,28 @@ class MazeNet(MazeModel):
         b, rows, cols = tiles.shape[:3]
         one_hot = F.one_hot(tiles.long(), 4).flatten(3).float()
         tile = self.tile_embed(one_hot).flatten(1, 2)  # (batch, tiles, d)
-        # where each head may look, and its bias: (1, head, tiles, 2), (batch, head, tiles, 2). A tile
-        # reads two tokens, not all of them, so a pass costs as much per tile in a 32x32 maze as in a
-        # 5x5. Up to DENSE_TILES the same pass runs as attention over every tile, masked: gathering
-        # costs more than it saves there (250 mazes, 5x5: 0.18 s dense, 0.23 s listed; 6x6: 0.55, 0.44)
+        # where each head may look, and its bias: (1, head, tiles, 2) and
+        # (batch, head, tiles, 2). A tile reads two tokens, not every tile,
+        # so a pass costs as much per tile in a 32x32 maze as in a 5x5. Up
+        # to DENSE_TILES the same pass runs as masked attention over every
+        # tile: there gathering costs more than it saves (250 mazes, 5x5:
+        # 0.18 s dense, 0.23 s listed; 6x6: 0.55 s, 0.44 s)
         exits_ = connections(pixels)
         keys, bias = self.neighbours(exits_)
         dense = rows * cols <= DENSE_TILES
-        mask = self.encoder_bias(exits_) if dense else bias  # (batch, head, tiles, tiles) or as bias
+        # (batch, head, tiles, tiles), or the bias of the listed keys
+        mask = self.encoder_bias(exits_) if dense else bias
         x, patterns = torch.zeros_like(tile), []
         for _ in range(iterations or rows * cols):
             # every iteration sees the tile afresh beside what it has learned
             # so far ("recall"): many updates never dilute the tile's pixels
-            x, pattern = self.step(x + tile, mask, None if dense else keys)  # (batch, tiles, d), pattern
-            x = x - tile
-            if keep:  # (batch, head, tiles, 2): over the tile and its neighbour, however it ran
-                patterns.append(pattern.gather(-1, keys.expand(b, -1, -1, -1)) * (bias > -math.inf)
-                                if dense else pattern)
+            x, pattern = self.step(x + tile, mask, None if dense else keys)
+            x = x - tile  # (batch, tiles, d)
+            if keep:  # (batch, head, tiles, 2): the tile, its neighbour
+                if dense:
+                    pattern = pattern.gather(-1, keys.expand(b, -1, -1, -1))
+                    pattern = pattern * (bias > -math.inf)
+                patterns.append(pattern)
         kept = torch.stack(patterns, 1) if keep else None
         start = start_tiles(pixels)
         return Memory(self.ln_memory(x), kept, start, (rows, cols))
