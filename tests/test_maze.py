@@ -801,3 +801,14 @@ def test_spanning_tree_mazes_join_every_tile_by_one_path():
     assert max(lengths) >= 200  # long winding paths, far past the post's 18 moves
     with pytest.raises(ValueError, match="at least 2"):
         spanning_tree_maze(rng, 1)
+
+
+def test_make_mazes_draws_either_kind_and_names_what_is_wrong():
+    trees = make_mazes(20, size=6, seed=2, kind="tree")
+    for maze in trees.mazes:  # every one a tree: one passage fewer than tiles
+        assert exits(from_pixels(maze).arms).sum() // 2 == 35
+    assert len(trees.keys()) == 20
+    with pytest.raises(ValueError, match="kind must be one of"):
+        make_mazes(2, kind="spiral")
+    with pytest.raises(ValueError, match=r"1\.\.8 \(tiles - 1\)"):
+        make_mazes(2, size=3, kind="tree", min_moves=9)

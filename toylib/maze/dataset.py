@@ -109,8 +109,10 @@ def make_mazes(
     `splits["train"].keys()`) are skipped. kind="tree": mazes with no loops from
     `spanning_tree_maze` instead (path_lengths and p_arm do not apply to them)."""
     lo, hi = _check_lengths(path_lengths)
-    if not 1 <= min_moves <= (hi if kind == "post" else np.prod(grid_shape(size)) - 1):
-        raise ValueError(f"min_moves must be within 1..{hi} (the longest walk), got {min_moves}")
+    # a walk of the post's is at most `hi` moves; a path through a tree visits each tile at most once
+    longest, what = (hi, "the longest walk") if kind == "post" else (int(np.prod(grid_shape(size))) - 1, "tiles - 1")
+    if not 1 <= min_moves <= longest:
+        raise ValueError(f"min_moves must be within 1..{longest} ({what}), got {min_moves}")
     return _fill(n, stream(seed), set(exclude), size, path_lengths, p_arm, min_moves, kind)
 
 
