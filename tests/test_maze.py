@@ -572,7 +572,15 @@ def test_where_heads_look_counts_every_move_step_once_and_finds_a_forced_look():
         model.offset_bias[:, model.config.radius, model.config.radius + 1] = 100.0
     look = maze_look.where_heads_look(model, mazes)
     rights = sum(s[1:-1].count(RIGHT) for s in mazes.solutions)
-    assert look["places"][0, 0] == 0.0
+    # only where the walker stands in the last column is the tile to its right off the grid;
+    # there the clipped window's top score falls where the untrained weights put it
+    tokens = dataset.solution_tensor(mazes.solutions)
+    here = dataset.walk_tiles(tokens[:, :-1].clamp(min=0), dataset.start_tiles(torch.from_numpy(mazes.mazes)),
+                              (mazes.mazes.shape[1] // world.TILE, mazes.mazes.shape[2] // world.TILE))  # (n, T, 2)
+    moving = (tokens[:, 1:] != PAD) & (tokens[:, 1:] != STOP)
+    at_edge = (here[..., 1] == mazes.mazes.shape[2] // world.TILE - 1)[moving].float().mean().item()
+    assert 0 < at_edge < 0.2
+    assert (look["places"][:, 0] <= at_edge + 1e-6).all()  # never the walker's tile while the next one is there
     assert look["places"][0, 1] >= rights / moves - 1e-6  # off the grid's edge the clipped window moves it
 
 
