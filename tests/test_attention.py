@@ -9,6 +9,7 @@ from toylib.attention import (
     Encoder,
     EncoderBlock,
     EncoderDecoder,
+    KeysValues,
     MultiHeadAttention,
     Seq2SeqPatterns,
     attention,
@@ -48,6 +49,58 @@ def test_causal_attention_does_not_see_the_future():
     out_y, _ = mha(y)
     torch.testing.assert_close(out_x[:, :3], out_y[:, :3])
     assert not torch.allclose(out_x[:, 3:], out_y[:, 3:])
+
+
+def test_a_mask_that_lets_every_query_read_gives_the_gradients_it_always_gave():
+    # nan_to_num is skipped where no query row is fully masked: outputs and gradients must be
+    # those of the softmax with it
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 4, requires_grad=True) for _ in range(3))
+    mask = causal_mask(5)
+    out, pattern = attention(q, k, v, mask)
+    (out.square().sum() + pattern.sum()).backward()
+    grads = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    scores = (q @ k.transpose(-2, -1) / 2).masked_fill(~mask, float("-inf"))
+    by_hand = torch.nan_to_num(torch.softmax(scores, -1), nan=0.0)
+    ((by_hand @ v).square().sum() + by_hand.sum()).backward()
+    assert torch.equal(pattern, by_hand)
+    for mine, theirs in zip(grads, (q.grad, k.grad, v.grad)):
+        assert torch.equal(mine, theirs)
+
+
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_extending_a_causal_encoder_a_position_at_a_time_gives_what_forward_gives(with_mask):
+    torch.manual_seed(0)
+    enc = Encoder(3, 16, 4, 32, causal=True).eval()
+    x = torch.randn(2, 7, 16)
+    mask = torch.rand(7, 7) < 0.7 if with_mask else None
+    if mask is not None:
+        mask[:, 0] = True  # every query reads something
+    with torch.no_grad():
+        whole, patterns = enc(x, mask)
+        first, first_patterns, past = enc.extend(x[:, :3], None, None if mask is None else mask[:3, :3])
+        parts, last = [first], []
+        for t in range(3, 7):
+            out, pattern, past = enc.extend(x[:, t : t + 1], past, None if mask is None else mask[t : t + 1, : t + 1])
+            parts.append(out)
+            last.append(pattern)
+    torch.testing.assert_close(torch.cat(parts, 1), whole)
+    torch.testing.assert_close(first_patterns, patterns[..., :3, :3])
+    torch.testing.assert_close(last[-1], patterns[..., 6:, :])  # (batch, layer, head, 1, 7)
+    assert len(past) == 3 and isinstance(past[0], KeysValues) and past[0].k.shape == (2, 4, 7, 4)
+    assert torch.equal(past[1].take(torch.tensor([1, 1, 0])).v[2], past[1].v[0])
+
+
+def test_only_a_causal_encoder_extends_and_its_layers_must_match():
+    x = torch.randn(1, 2, 8)
+    with pytest.raises(ValueError, match="causal"):
+        Encoder(1, 8, 2, 16).extend(x)
+    enc = Encoder(2, 8, 2, 16, causal=True)
+    _, _, past = enc.extend(x)
+    with pytest.raises(ValueError, match="1 layers for an encoder of 2"):
+        enc.extend(x, past[:1])
 
 
 def test_a_fully_masked_query_reads_nothing_instead_of_nan():

@@ -8,6 +8,7 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
 
 from toylib import cli
+from toylib.attention import KeysValues
 from toylib.search import distances
 from toylib.sokoban import dataset, env as environment, measure, net, world
 from toylib.sokoban.world import DOWN, LEFT, RIGHT, UNDO, UP
@@ -500,7 +501,7 @@ def tiny_config(**changes):
 class Oracle(torch.nn.Module):
     """A stand-in policy that reads each board back from its token and answers from BFS: the
     optimal moves get logit 0 and the others -10, and nsteps is the true class. It has the
-    policy's interface (`tokens`, `attend`, `forward`, `config`), so that solving and scoring
+    policy's interface (`tokens`, `attend`, `attend_more`, `forward`, `config`), so that solving and scoring
     can be tested without training anything."""
 
     def __init__(self):
@@ -526,6 +527,12 @@ class Oracle(torch.nn.Module):
                 nsteps[i, j, dataset.nsteps_class(None if path is None else len(path))] = 0.0
         return actions, nsteps, torch.zeros(b, 1, 1, t + 1, t + 1)
 
+    def attend_more(self, boards, past=None, goal=None):
+        actions, nsteps, _ = self.attend(goal, boards)
+        seen = (1 if past is None else past[0].k.shape[2]) + boards.shape[1]  # positions, the goal's included
+        nothing = torch.zeros(len(boards), 1, seen, 0)  # no keys or values to keep: only how many
+        return actions, nsteps, [KeysValues(nothing, nothing)]
+
     def forward(self, goal, boards, lengths=None):
         b, t = boards.shape[:2]
         return self.attend(self.tokens(goal), self.tokens(boards.flatten(0, 1)).view(b, t, -1))
@@ -546,6 +553,26 @@ def test_the_policy_is_causal_and_the_baseline_sees_no_history(data):
         assert torch.equal(before[:, 0], after[:, 0])  # step 0 never sees step 1
         assert not torch.allclose(before[:, 1], after[:, 1])  # step 1 sees itself
         assert torch.allclose(before[:, 3], after[:, 3]) != history  # step 3 sees step 1 only with history
+
+
+@pytest.mark.parametrize("history", [True, False])
+def test_attending_one_board_more_at_a_time_gives_what_attending_the_whole_history_gives(history):
+    torch.manual_seed(0)
+    model = net.SokobanPolicy(tiny_config(history=history)).eval()
+    goal, boards = torch.randn(3, model.config.d_model), torch.randn(3, 5, model.config.d_model)
+    with torch.no_grad():
+        actions, nsteps, _ = model.attend(goal, boards)
+        a, n, past = model.attend_more(boards[:, :2], goal=goal)
+        parts = [(a, n)]
+        for t in range(2, 5):
+            a, n, past = model.attend_more(boards[:, t : t + 1], past)
+            parts.append((a, n))
+    torch.testing.assert_close(torch.cat([p[0] for p in parts], 1), actions)
+    torch.testing.assert_close(torch.cat([p[1] for p in parts], 1), nsteps)
+    with pytest.raises(ValueError, match="either"):
+        model.attend_more(boards, past, goal)
+    with pytest.raises(ValueError, match="holds"):
+        model.attend_more(torch.randn(3, model.config.n_ctx, model.config.d_model), past)
 
 
 def test_the_loss_counts_every_optimal_move(data):

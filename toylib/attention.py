@@ -39,10 +39,14 @@ def attention(
     if mask is not None and mask.dtype != torch.bool:
         scores, mask = scores + mask, None
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
+        # in place: the division made scores, so no copy is needed
+        scores.masked_fill_(~mask, float("-inf"))
     pattern = torch.softmax(scores, dim=-1)  # (..., query_pos, key_pos)
-    if mask is not None:
-        # softmax of an all -inf row is NaN; such a query reads nothing
+    if mask is not None and not bool(mask.any(-1).all()):
+        # softmax of an all -inf row is NaN; such a query reads nothing.
+        # Asked of the mask, not the larger pattern: where every query
+        # may read something, nan_to_num changes nothing, and its passes
+        # over the pattern took a fifth of a Life training step.
         pattern = torch.nan_to_num(pattern, nan=0.0)
     # (..., query_pos, d_head), (..., query_pos, key_pos)
     return pattern @ v, pattern
@@ -165,6 +169,42 @@ class MultiHeadAttention(nn.Module):
         z = z.transpose(1, 2).reshape(b, n, self.n_heads * self.d_head)  # (batch, query_pos, d_model)
         return self.W_O(z), pattern
 
+    def extend(
+        self, x: torch.Tensor, past: KeysValues | None = None, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, KeysValues]:
+        """Self-attention for positions appended to a sequence whose keys and values are
+        `past` (None: x is the sequence's start): x (batch, new, d_model), mask (batch or 1,
+        new, past + new) for the new queries over every position, causal or not as the module
+        is. What `forward` gives at the new positions of the whole sequence, computed for them
+        alone, so that decoding one position at a time costs as the sequence, not its square.
+        Returns (output (batch, new, d_model), pattern (batch, head, new, past + new), the
+        keys and values with the new positions appended)."""
+        q = self._heads(self.W_Q(x))  # (batch, head, new, d_head)
+        k, v = self._heads(self.W_K(x)), self._heads(self.W_V(x))
+        if past is not None:
+            k, v = torch.cat([past.k, k], 2), torch.cat([past.v, v], 2)  # (batch, head, past + new, d_head)
+        n_new, n_all = x.shape[1], k.shape[2]
+        if self.causal:
+            cm = causal_mask(n_all, x.device)[n_all - n_new:]  # (new, past + new)
+            mask = cm if mask is None else mask & cm
+        if mask is not None and mask.dim() == 3:
+            mask = mask[:, None]  # the same for every head
+        z, pattern = attention(q, k, v, mask)
+        z = z.transpose(1, 2).reshape(len(x), n_new, self.n_heads * self.d_head)  # (batch, new, d_model)
+        return self.W_O(z), pattern, KeysValues(k, v)
+
+
+class KeysValues(NamedTuple):
+    """One attention layer's keys and values of the positions so far, each (batch, head,
+    pos, d_head): what `extend` appends to. `take` keeps (and reorders) rows, as a search
+    that drops and copies sequences needs."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+
+    def take(self, index: torch.Tensor) -> KeysValues:
+        return KeysValues(self.k[index], self.v[index])
+
 
 def mlp(d_model: int, d_mlp: int, dropout: float = 0.0) -> nn.Sequential:
     """The position-wise feed-forward layer: d_model -> d_mlp -> d_model."""
@@ -195,6 +235,16 @@ class EncoderBlock(nn.Module):
         x = x + self.drop(z)  # (batch, pos, d_model)
         x = x + self.mlp(self.ln_mlp(x))
         return x, pattern
+
+    def extend(
+        self, x: torch.Tensor, past: KeysValues | None = None, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, KeysValues]:
+        """`forward` at positions x (batch, new, d_model) appended to a sequence whose keys
+        and values are `past` (see MultiHeadAttention.extend): (x, pattern, keys and values)."""
+        z, pattern, kv = self.attn.extend(self.ln_attn(x), past, mask)
+        x = x + self.drop(z)  # (batch, new, d_model)
+        x = x + self.mlp(self.ln_mlp(x))
+        return x, pattern, kv
 
 
 class DecoderBlock(nn.Module):
@@ -254,6 +304,26 @@ class Encoder(nn.Module):
             x, pattern = block(x, layer_mask)  # (batch, pos, d_model), (batch, head, query_pos, key_pos)
             patterns.append(pattern)
         return self.ln_final(x), torch.stack(patterns, dim=1)
+
+    def extend(
+        self, x: torch.Tensor, past: Sequence[KeysValues] | None = None, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, list[KeysValues]]:
+        """`forward` for positions x (batch, new, d_model) appended to a sequence that earlier
+        calls attended, `past` holding each layer's keys and values (None: x starts the
+        sequence): (x (batch, new, d_model), patterns (batch, layer, head, new, past + new),
+        each layer's keys and values with x's positions appended). Only a causal stack gives
+        what `forward` over the whole sequence gives, since earlier positions never see later
+        ones; `mask` is one mask for every layer, (batch or 1, new, past + new)."""
+        if not self.blocks[0].attn.causal:
+            raise ValueError("extend needs a causal encoder: in any other, earlier positions see the new ones")
+        if past is not None and len(past) != len(self.blocks):
+            raise ValueError(f"got keys and values of {len(past)} layers for an encoder of {len(self.blocks)}")
+        patterns, cache = [], []
+        for i, block in enumerate(self.blocks):
+            x, pattern, kv = block.extend(x, None if past is None else past[i], mask)
+            patterns.append(pattern)
+            cache.append(kv)
+        return self.ln_final(x), torch.stack(patterns, dim=1), cache
 
 
 class Decoder(nn.Module):

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from toylib import cli
+from toylib.attention import KeysValues
 from toylib.decode import beam_search, beam_search_batch, greedy_decode
 from toylib.infer import model_device
 from toylib.sokoban import dataset, net
@@ -118,11 +119,15 @@ class Frontier:
     """The searches from many start boards at once, as tensors: a `toylib.decode.Walk`, for
     `beam_search_batch`. Row i is one action sequence from start `origin[i]`; it keeps the
     sequence's undo stack as (box, player) squares (`Play`'s boards, without the objects) and
-    the policy's tokens of every board it has seen, so that a step encodes only the new boards
-    and runs the policy once over every row. `solve_beams` drives it; `Walks` is the same
-    world for one board at a time, through hooks."""
+    the policy's keys and values of every board it has seen (`SokobanPolicy.attend_more`), so
+    that a step encodes only the new boards and attends from them alone, every row in one
+    pass. `solve_beams` drives it; `Walks` is the same world for one board at a time, through
+    hooks."""
 
-    ROWS_PER_CALL = 2048  # rows the policy reads at once: its attention patterns grow with t squared
+    # rows the policy reads at once: its convolutions took 64 us a board in batches of 256,
+    # 127 in batches of 1,024 and 181 in batches of 4,096 (one thread, AVX-512): a small
+    # batch's feature maps stay in the CPU's caches from one layer to the next
+    ROWS_PER_CALL = 256
 
     def __init__(self, model: SokobanPolicy, starts: Sequence[Board]):
         _check_starts(starts)
@@ -137,9 +142,10 @@ class Frontier:
         self.stack[:, 0, 0] = torch.tensor([b.box for b in starts])
         self.stack[:, 0, 1] = torch.tensor([b.player for b in starts])
         self.depth = torch.zeros(n, dtype=torch.long, device=self.device)  # (rows,): the board reached is stack[depth]
-        self.goal_tokens = self._tokens(self.goal, self.goal, torch.full_like(self.goal, -1), self.walls)  # (N, d)
-        self.history = self._tokens(self.goal, *self._here(), self.walls)[:, None]  # (rows, t, d)
-        self._unread = False  # True once rows have moved and their new boards wait to be encoded
+        goal_tokens = self._tokens(self.goal, self.goal, torch.full_like(self.goal, -1), self.walls)  # (N, d)
+        starts = self._tokens(self.goal, *self._here(), self.walls)  # (N, d)
+        self.logits, self.past = self._attend(starts, None, goal_tokens)  # (rows, 5); keys and values per layer
+        self._unread = False  # True once rows have moved and their new boards wait to be read
         self._next = None  # (boxes, players, legal), each (rows, 5): where each action leads; made once a step
 
     def _here(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -153,7 +159,23 @@ class Frontier:
         square = torch.arange(self.squares, device=self.device)
         planes = torch.stack([walls, ~walls, square == goal[:, None], square == player[:, None],
                               square == box[:, None]], 1)  # (n, 5, squares)
-        return self.model.tokens(planes.view(len(goal), len(CHANNELS), SIZE, SIZE).to(torch.uint8))
+        planes = planes.view(len(goal), len(CHANNELS), SIZE, SIZE).to(torch.uint8)
+        return torch.cat([self.model.tokens(planes[i : i + self.ROWS_PER_CALL])
+                          for i in range(0, len(planes), self.ROWS_PER_CALL)])  # (n, d)
+
+    def _attend(self, tokens, past, goal=None) -> tuple[torch.Tensor, list]:
+        """The action logits (rows, 5) at each row's newest board (tokens (rows, d)), after the
+        boards before it (`past`, or the goal (rows, d) for a first board), and the keys and
+        values with it appended."""
+        logits, cache = [], []
+        for i in range(0, len(tokens), self.ROWS_PER_CALL):
+            rows = slice(i, i + self.ROWS_PER_CALL)
+            out = self.model.attend_more(tokens[rows, None], None if past is None else [kv.take(rows) for kv in past],
+                                         None if goal is None else goal[rows])
+            logits.append(out[0][:, -1])
+            cache.append(out[2])
+        return torch.cat(logits), [KeysValues(torch.cat([c[l].k for c in cache]), torch.cat([c[l].v for c in cache]))
+                                   for l in range(len(cache[0]))]
 
     def _moves(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self._next is None:
@@ -173,10 +195,7 @@ class Frontier:
     def next_logp(self) -> torch.Tensor:
         self._read()
         scores = torch.full((len(self.origin), START + 1), -math.inf, device=self.device)  # START is never next
-        for i in range(0, len(self.origin), self.ROWS_PER_CALL):
-            rows = slice(i, i + self.ROWS_PER_CALL)
-            goal = self.goal_tokens[self.origin[rows]]  # (n, d)
-            scores[rows, :START] = self.model.attend(goal, self.history[rows])[0][:, -1]
+        scores[:, :START] = self.logits
         return scores
 
     def legal(self) -> torch.Tensor:
@@ -199,23 +218,26 @@ class Frontier:
         self.depth = torch.where(token == UNDO, self.depth[parent] - 1, self.depth[parent] + 1)
         rows = torch.arange(len(parent), device=self.device)
         self.stack[rows, self.depth] = torch.stack([box, player], 1)  # a move pushes; UNDO finds it there already
-        # the new boards' tokens wait for `next_logp`: a row that the search drops first (a
-        # board solved by another beam) is never encoded
-        self.history, self._unread = self.history[parent], True
+        # the new boards wait for `next_logp`: a row that the search drops first (a board
+        # solved by another beam) is never encoded
+        self.past, self._unread = [kv.take(parent) for kv in self.past], True
         self._next = None
         return box == self.goal[self.origin]
 
     def keep(self, index: torch.Tensor) -> None:
         self.origin, self.stack, self.depth = self.origin[index], self.stack[index], self.depth[index]
-        self.history = self.history[index]
+        self.past = [kv.take(index) for kv in self.past]
+        if not self._unread:
+            self.logits = self.logits[index]
         if self._next is not None:
             self._next = tuple(t[index] for t in self._next)
 
     def _read(self) -> None:
-        """Append the tokens of the boards the rows have just reached to their histories."""
+        """Read the boards the rows have just reached: their logits, and their keys and values
+        appended to the rows' histories."""
         if self._unread:
             new = self._tokens(self.goal[self.origin], *self._here(), self.walls[self.origin])  # (rows, d)
-            self.history = torch.cat([self.history, new[:, None]], 1)  # (rows, t + 1, d)
+            self.logits, self.past = self._attend(new, self.past)
             self._unread = False
 
 
@@ -255,8 +277,11 @@ def solve_beams(model: SokobanPolicy, boards: Sequence[Board], width: int = 32,
                 batch_size: int = 500) -> list[list[int] | None]:
     """`solve_beam` for every board, `batch_size` boards searching together (`Frontier`, the
     core's `beam_search_batch`): the same search and the same solutions, with one forward pass
-    of the policy per step for every beam of every board (2 to 11 times the boards per second
-    of the loop over `solve_beam`, the narrower the beam the more; `benchmarks/beam.py`)."""
+    of the policy per step for every beam of every board, each reading only its newest board
+    (`benchmarks/beam.py`, one thread, 200 held-out boards: 4.9 times the boards per second of
+    the loop over `solve_beam` at width 32, 8.2 at width 4, 11.3 at width 1; at width 32 the
+    board encoder's convolutions take most of the time left, about 70 boards encoded for each
+    board searched)."""
     if not boards:
         raise ValueError("no boards to solve")
     found = []

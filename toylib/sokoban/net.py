@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from toylib.attention import Encoder
+from toylib.attention import Encoder, KeysValues
 from toylib.device import pick_device, seed_everything
 from toylib.infer import evaluating, model_device
 from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, SokobanSet, for_config
@@ -131,6 +131,33 @@ class SokobanPolicy(nn.Module):
         x, patterns = self.blocks(x, mask)
         x = x[:, 1:]  # (B, T, d): the boards
         return self.action_head(x), self.nsteps_head(x), patterns
+
+    def attend_more(
+        self, boards: torch.Tensor, past: list[KeysValues] | None = None, goal: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, list[KeysValues]]:
+        """`attend` at boards appended to a history: boards (B, n, d) are the next n boards'
+        tokens, `past` the blocks' keys and values of the goal and the boards before them
+        (from the last call), or None to start a history with `goal` (B, d). Returns (action
+        logits (B, n, 5), nsteps logits (B, n, N_NSTEPS), keys and values with these boards
+        appended): what `attend` gives at those boards, computed for them alone, so that a
+        search that adds a board per step pays for one board per step."""
+        if (past is None) == (goal is None):
+            raise ValueError("give either the keys and values of a history so far, or the goal that starts one")
+        before = 0 if past is None else past[0].k.shape[2]  # positions so far, the goal's included
+        x = boards
+        if past is None:
+            x = torch.cat([goal[:, None], boards], 1)  # (B, 1 + n, d)
+        after = before + x.shape[1]
+        if after > self.config.n_ctx + 1:
+            raise ValueError(f"the policy holds {self.config.n_ctx} boards, got a history of {after - 1}")
+        x = x + self.position.weight[before:after]
+        mask = None
+        if not self.config.history:  # the goal and the board itself, as in attend
+            mask = torch.eye(after, dtype=torch.bool, device=x.device)[before:]  # (new, after)
+            mask[:, 0] = True
+        x, _, cache = self.blocks.extend(x, past, mask)
+        x = x[:, x.shape[1] - boards.shape[1]:]  # (B, n, d): the boards
+        return self.action_head(x), self.nsteps_head(x), cache
 
     def forward(self, goal: torch.Tensor, boards: torch.Tensor,
                 lengths: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
