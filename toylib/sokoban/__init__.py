@@ -32,8 +32,9 @@ The chapter's rooms, in the reader's order:
 - `env.py`      `SokobanEnv`, the board as a Gymnasium environment
 - `dataset.py`  training entries (`make_entry`, the nsteps classes), `SokobanSet`, `augment`,
                 `draw_boards` and `for_config`
-- `net.py`      `SokobanConfig`, `BoardEncoder`, `SokobanPolicy`, `sokoban_loss`, the
-                teacher-forced `accuracies`, `train` and `train_side_by_side`
+- `net.py`      `SokobanConfig`, `BoardEncoder`, `SokobanPolicy`, `sokoban_loss` (and
+                `loss_from_logits`), the teacher-forced `accuracies`, `train` and
+                `train_side_by_side`
 - `measure.py`  solving with the policy (`Walks`, `solve_greedy`, `solve_beam`; `Frontier`
                 and `solve_beams` for many boards at once), `Solves`,
                 the post's table (`POST_TABLE`), `sokoban_targets`, `measure` and the command

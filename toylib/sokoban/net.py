@@ -187,15 +187,25 @@ def _batch(data: SokobanSet, index: np.ndarray, n_ctx: int | None = None) -> tup
 def sokoban_loss(
     model: SokobanPolicy, batch: tuple[torch.Tensor, ...]
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The policy's loss: -log of the probability it gives to the optimal
-    actions together (any shortest solution is right), where the mask lets
-    the action be learned, plus the cross-entropy of the nsteps class at
-    every real board."""
+    """The policy's loss on a batch of entries (`loss_from_logits`)."""
     device = model_device(model)
     goal, boards, lengths, actions, mask, nsteps, optimal = (
         x.to(device) for x in batch)
     # (B, T, 5), (B, T, N_NSTEPS)
     action_logits, nsteps_logits, _ = model(goal, boards, lengths)
+    return loss_from_logits(action_logits, nsteps_logits, mask, nsteps,
+                            optimal)
+
+
+def loss_from_logits(
+    action_logits: torch.Tensor, nsteps_logits: torch.Tensor,
+    mask: torch.Tensor, nsteps: torch.Tensor, optimal: torch.Tensor,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The policy's loss: -log of the probability it gives to the optimal
+    actions together (any shortest solution is right), where the mask lets
+    the action be learned, plus the cross-entropy of the nsteps class at
+    every real board. Logits (B, T, 5) and (B, T, N_NSTEPS), the rest as
+    a batch holds them (B, T) and (B, T, 5)."""
     learn = mask & optimal.any(-1)  # (B, T)
     logp = torch.log_softmax(action_logits[learn], -1)  # (n, 5)
     best = logp.masked_fill(~optimal[learn], -math.inf)  # (n, 5)
@@ -240,9 +250,10 @@ def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) ->
     with evaluating(model) as device:
         for i in range(0, len(data), batch_size):
             batch = _batch(data, np.arange(i, min(i + batch_size, len(data))), model.config.n_ctx)
-            losses.append((sokoban_loss(model, batch)[0].item(), len(batch[0])))
             goal, boards, lengths, actions, mask, nsteps, optimal = (x.to(device) for x in batch)
             action_logits, nsteps_logits = model(goal, boards, lengths)[:2]
+            loss = loss_from_logits(action_logits, nsteps_logits, mask, nsteps, optimal)[0]  # the same forward pass
+            losses.append((loss.item(), len(goal)))
             top2 = action_logits.topk(2, -1).indices  # (B, T, 2)
             learn = mask & optimal.any(-1)
             add("policy_top1", (top2[..., 0] == actions)[learn])
