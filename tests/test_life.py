@@ -331,28 +331,6 @@ def test_attention_share_on_self_and_bad_choice():
         neighbour_attention(model, grids, on="diagonal")
 
 
-def test_widget_steps_a_chosen_pattern_with_the_model():
-    pytest.importorskip("ipywidgets")
-    from toylib.life.look import life_widget
-    from toylib.life.measure import model_run
-
-    def drawn(board):  # the grid as the buttons show it: black is alive
-        return np.array([b.style.button_color == "black" for b in board.children], np.uint8).reshape(6, 6)
-
-    model = SingleAttentionNet(LifeConfig(grid_size=6, d_model=8))
-    box = life_widget(model)
-    (choose, steps, go), board, _ = box.children[0].children, box.children[1], box.children[2]
-    choose.value = "glider"
-    np.testing.assert_array_equal(drawn(board), place("glider", 6))
-    board.children[0].click()  # a click flips a cell
-    flipped = place("glider", 6)
-    flipped[0, 0] ^= 1
-    np.testing.assert_array_equal(drawn(board), flipped)
-    steps.value = 3
-    go.click()
-    np.testing.assert_array_equal(drawn(board), model_run(model, flipped, 3)[-1])
-
-
 def test_attention_by_offset_of_a_fixed_average():
     model = SingleAttentionNet(LifeConfig(grid_size=7, d_model=4, mixer="pool_no_centre"))
     grids = random_grids(5, 7, np.random.default_rng(0))

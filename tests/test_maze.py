@@ -633,24 +633,6 @@ def test_token_accuracy_counts_padding_only_when_asked():
     assert padded * (n_real + n_pad) >= real * n_real - 1e-3
 
 
-def test_the_editing_board_round_trips_every_maze_and_refuses_a_board_without_a_start():
-    rng = np.random.default_rng(11)
-    for _ in range(100):
-        sample = world.random_maze(rng, size=(4, 6))
-        layout = from_pixels(sample.maze)
-        cells = maze_look.edit_cells(layout)
-        assert cells.shape == (7, 11)
-        back = maze_look.from_edit_cells(cells)
-        assert np.array_equal(exits(back.arms), exits(layout.arms))
-        assert (back.start, back.end) == (layout.start, layout.end)
-        assert len(world.shortest_path(back)) == len(sample.solution) - 2
-    cells[cells == maze_look.START_CELL] = maze_look.FLOOR
-    with pytest.raises(ValueError, match="exactly one start"):
-        maze_look.from_edit_cells(cells)
-    with pytest.raises(ValueError, match="2R - 1"):
-        maze_look.from_edit_cells(np.zeros((4, 5), int))
-
-
 def test_solve_frames_has_a_frame_per_move_and_a_panel_per_head():
     mazes = _small_set(1)
     model = MazeNet(MazeConfig(seed=4))

@@ -46,16 +46,17 @@ def installed(tmp_path_factory) -> Path:
 
 def test_the_wheel_ships_every_module_of_the_checkout(installed):
     (wheel,) = installed.glob("toylib-*.whl")
-    shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".py")}
-    source = {str(p.relative_to(ROOT)) for p in (ROOT / "toylib").rglob("*.py")}
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    # the modules, and the live boards' scripts and style sheet that they write into pages
+    source = {str(p.relative_to(ROOT)) for ext in ("py", "js", "css") for p in (ROOT / "toylib").rglob(f"*.{ext}")}
     assert source <= shipped, sorted(source - shipped)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_each_chapter_runs_from_the_installed_wheel(installed, chapter, tmp_path):
     site = installed / "site"
-    code = (f"import toylib, toylib.{chapter}.look, toylib.{chapter}.measure as m; "
-            f"print(toylib.__file__); m.main(['--help'])")
+    code = (f"import toylib, toylib.{chapter}.look, toylib.{chapter}.measure as m, toylib.live as live; "
+            f"print(toylib.__file__); m.main(['--help']); live.source('js/nn.js')")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr[-2000:]

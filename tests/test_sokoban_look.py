@@ -19,7 +19,6 @@ from toylib.sokoban.look import (
     draw_nsteps,
     first_deadlock,
     nsteps_along,
-    sokoban_widget,
     solve_frames,
     solve_picture,
 )
@@ -228,86 +227,3 @@ def button(widget, description: str):
     return b
 
 
-def shown(widget) -> world.Board:
-    """The board on screen, read back from the grid's XSB glyphs."""
-    (grid,) = [w for w in parts(widget) if isinstance(w, ipywidgets.GridBox)]
-    glyphs = [b.description for b in grid.children]
-    return world.from_xsb("\n".join("".join(glyphs[r * 8 : r * 8 + 8]) for r in range(8)))
-
-
-def status(widget) -> str:
-    (html,) = [w for w in parts(widget) if isinstance(w, ipywidgets.HTML)]
-    return html.value
-
-
-def test_the_widget_plays_and_undoes_moves():
-    board = world.from_xsb(OPEN)
-    widget = sokoban_widget(tiny(), board)
-    assert shown(widget) == board
-    assert "Breadth-first search: <b>6 moves left</b>" in status(widget)
-    assert button(widget, "undo").disabled
-    button(widget, "right").click()
-    moved = board.apply_action(world.RIGHT)
-    assert shown(widget) == moved and "<b>5 moves left</b>" in status(widget)
-    assert not button(widget, "undo").disabled
-    button(widget, "undo").click()
-    assert shown(widget) == board
-    button(widget, "undo").click()  # nothing left to undo: nothing happens
-    assert shown(widget) == board
-    (grid,) = [w for w in parts(widget) if isinstance(w, ipywidgets.GridBox)]
-    grid.children[2 * 8 + 4].click()  # the square above the player
-    assert shown(widget) == board.apply_action(world.UP)
-    grid.children[0].click()  # a wall far away: nothing happens
-    assert shown(widget) == board.apply_action(world.UP)
-    button(widget, "undo").click()
-    button(widget, "right").click()
-    button(widget, "up").click()  # the box against the top wall
-    assert "Breadth-first search: <b>no solution from this board (undo!)</b>" in status(widget)
-
-
-def test_the_model_button_plays_its_most_likely_legal_action():
-    model = tiny()
-    with torch.no_grad():  # the policy prefers undo (not legal at the start), then left
-        model.action_head.weight.zero_()
-        model.action_head.bias.copy_(torch.tensor([0.0, 1.0, 5.0, 2.0, 9.0]))
-    board = world.from_xsb(OPEN)
-    widget = sokoban_widget(model, board)
-    p_left = torch.softmax(model.action_head.bias, -1)[world.LEFT]
-    assert f"the model suggests <b>left</b> (p = {p_left:.2f})" in status(widget)
-    assert "its nsteps estimate: <b>" in status(widget)
-    button(widget, "model's move").click()
-    assert shown(widget) == board.apply_action(world.LEFT)
-    button(widget, "model's move").click()  # now undo is legal, and the policy's favourite
-    assert shown(widget) == board
-
-
-def test_the_widget_finishes_a_level_and_draws_new_ones():
-    board = world.from_xsb(OPEN)
-    widget = sokoban_widget(tiny(), board)
-    for a in world.shortest_solution(board):
-        button(widget, world.ACTION_NAMES[a]).click()
-    assert shown(widget).is_goal() and "<b>solved</b> in 6 moves (the fewest: 6)" in status(widget)
-    assert all(button(widget, name).disabled for name in ("up", "down", "left", "right", "model's move"))
-    button(widget, "new level").click()
-    level = shown(widget)
-    assert level != board and world.shortest_solution(level) is not None and not level.is_goal()
-    again = sokoban_widget(tiny(), seed=3)
-    assert shown(again) == shown(sokoban_widget(tiny(), seed=3)) and world.shortest_solution(shown(again)) is not None
-
-
-def test_a_full_history_starts_again_from_the_board_reached():
-    widget = sokoban_widget(tiny(n_ctx=3), OPEN)
-    for name in ("left", "right", "left"):
-        button(widget, name).click()
-    assert "was full" in status(widget) and button(widget, "undo").disabled
-    button(widget, "right").click()
-    assert "was full" not in status(widget) and not button(widget, "undo").disabled
-
-
-def test_the_widget_refuses_bad_boards():
-    with pytest.raises(ValueError, match="8x8"):
-        sokoban_widget(tiny(), "#####\n#@$.#\n#####")
-    with pytest.raises(ValueError, match="a Board or its XSB text"):
-        sokoban_widget(tiny(), 42)
-    with pytest.raises(ValueError, match="exactly one box"):
-        sokoban_widget(tiny(), OPEN.replace("$", " "))

@@ -378,23 +378,6 @@ def test_benchmark_trains_and_measures_without_the_details(capsys):
     assert [t.measure for t in targets if t.machine] == ["training time"] and targets[0].measure.startswith("optimal move")
 
 
-def test_play_widget_answers_a_click_with_the_models_move():
-    pytest.importorskip("ipywidgets")
-    model = net.TicTacToeNet(net.TicTacToeConfig())
-    box = look.play_widget(model)
-    (side, _new), board, status = box.children[0].children, box.children[1], box.children[2]
-    buttons = board.children
-    assert [b.description for b in buttons] == [" "] * 9 and status.value == "your move"
-    buttons[4].click()  # X in the centre
-    labels = [b.description for b in buttons]
-    reply = measure.model_policy(model)[world.TicTacToe().apply_action(4).board]
-    assert labels[4] == "X" and labels[reply] == "O" and labels.count(" ") == 7
-    assert [b.disabled for b in buttons] == [c != " " for c in labels]  # only empty cells can be clicked
-    side.value = world.O  # the model opens as X
-    assert [b.description for b in buttons].count("X") == 1 and status.value == "your move"
-
-
-
 def test_game_frames_hold_the_final_position():
     model = net.TicTacToeNet(net.TicTacToeConfig())
     frames, titles = look.game_frames(model, side=O, cell=6)

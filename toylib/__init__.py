@@ -12,7 +12,7 @@ Core modules, used by every chapter:
 - ``toylib.search``    breadth-first search and A* over a small state interface
 - ``toylib.targets``   a chapter's targets as data, and the summary table built from them
 - ``toylib.plot``      attention grids, animations, training curves, code listings
-- ``toylib.widgets``   one clickable board for every chapter's interactive cell
+- ``toylib.live``      live boards: a chapter's trained model run in the reader's browser
 - ``toylib.cli``       the command line every chapter shares: python -m toylib.<chapter>
 
 One package per chapter, each with the same rooms (its ``__init__`` docstring is its map):

@@ -22,6 +22,7 @@ The chapter's rooms, in the reader's order:
 - ``measure.py``  the model run on its own outputs (`model_run`), the any-size check, the
                   512 neighbourhoods, the chapter's targets (`summarise`, `Summary`,
                   `measure`) and the command line (`CHAPTER`, `main`)
-- ``look.py``     the interactive board (`life_widget`)
+- ``look.py``     pictures of attention, and the board to draw on in the browser
+                  (`live_board`, with `live.js`)
 - ``__main__.py`` python -m toylib.life
 """

@@ -8,10 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from toylib.infer import infer
-from toylib.life.dataset import random_grids
-from toylib.life.measure import model_run
 from toylib.life.net import SingleAttentionNet, predict
-from toylib.life.world import PATTERNS, check_grids, life_run, life_step, place
+from toylib.life.world import check_grids, life_step
 from toylib.plot import DPI, LABEL_PT, TITLE_PT
 
 
@@ -121,45 +119,18 @@ def _ring(cell: tuple[int, int], size: int) -> np.ndarray:
     return ring
 
 
-# ----------------------------------------------------------------------------- for readers with a kernel
+# ----------------------------------------------------------------------------- a board to play, in the browser
 
 
-def life_widget(model: SingleAttentionNet):
-    """A board to draw on (click a cell to flip it) or fill with a famous pattern, stepped by
-    the model beside the true rule; returns the widget (the last expression of a cell
-    displays it). Needs a running kernel (Jupyter, Colab)."""
-    import ipywidgets as w
-    from IPython.display import display
+def live_board(model: SingleAttentionNet):
+    """The board to draw on in the browser, with no kernel: click cells to flip them (or
+    start from a glider or a random grid), step it with `model` and see in red where the model
+    and the rule differ, or switch to looking and click a cell to see where it attends.
+    Needs a model with learned attention (mixer="attention")."""
+    from toylib.live import Live, weights
 
-    from toylib.plot import animate, show_animation
-    from toylib.widgets import BoardGrid
-
-    size = model.config.grid_size
-    board = BoardGrid(np.zeros((size, size), np.uint8), style=lambda v: ("", "black" if v else "white"), cell_px=26)
-    board.on_click = lambda r, c: board.set_cell(r, c, 1 - board.values[r, c])
-    fits = [name for name, rows in PATTERNS.items() if len(rows) <= size and max(map(len, rows)) <= size]
-    choose = w.Dropdown(options=["(draw your own)", "random"] + fits, description="pattern")
-    steps = w.IntSlider(value=8, min=1, max=40, description="steps")
-    go = w.Button(description="step with the model", button_style="primary")
-    out = w.Output()
-
-    def on_choose(change):
-        if change["new"] == "random":
-            board.set(random_grids(1, size, np.random.default_rng(), (0.2, 0.5))[0])
-        elif change["new"] in PATTERNS:
-            board.set(place(change["new"], size))
-
-    def on_go(_):
-        g = board.values.astype(np.uint8)
-        ours, truth = model_run(model, g, steps.value), life_run(g, steps.value)
-        wrong = (ours != truth).reshape(len(ours), -1).sum(1)  # cells that differ, per step
-        anim = animate(np.stack([ours, truth], 1), panel_titles=("the model", "the rule"), cmap="Greys",
-                       frame_titles=[f"step {t}: {n} cells differ" for t, n in enumerate(wrong)])
-        with out:
-            out.clear_output(wait=True)
-            display(show_animation(anim))
-        board.set(ours[-1])
-
-    choose.observe(on_choose, names="value")
-    go.on_click(on_go)
-    return w.VBox([w.HBox([choose, steps, go]), board.widget, out])
+    c = model.config
+    if c.mixer != "attention":
+        raise ValueError(f"the live board runs a model with learned attention (mixer='attention'), got {c.mixer!r}")
+    return Live("life", "ToyLife", {"weights": weights(model), "grid_size": c.grid_size, "d_model": c.d_model,
+                                    "mask_self": c.mask_self, "positions": c.positions})

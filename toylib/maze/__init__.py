@@ -33,5 +33,5 @@ The chapter's map, one room per file, in the reader's order (a notebook imports 
   `maze_targets`, `measure`) and the command line (`python -m toylib.maze`, `--preset post`).
 - `look.py`: where the decoder's heads look (`where_heads_look`), ablating them
   (`without_cross_heads`), the frames of a model solving a maze (`solve_frames`), and a maze to
-  edit (`maze_widget`).
+  edit and watch the model walk, in the browser (`live_board`, with `live.js`).
 """

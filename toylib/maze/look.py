@@ -19,8 +19,8 @@ from toylib.infer import infer
 from toylib.maze.dataset import PAD, MazeSet, solution_tensor, start_tiles, walk_tiles
 from toylib.infer import model_device
 from toylib.maze.net import MazeModel, MazeNet, Memory, _Run, solve_greedy
-from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, Layout, MazeState, _walk,
-                               check_pixels, check_solution, exits, from_pixels, random_maze, to_pixels)
+from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, MazeState, _walk,
+                               check_pixels, exits, from_pixels, random_maze)
 from toylib.plot import DPI, LABEL_PT, animate
 
 
@@ -311,101 +311,22 @@ def solve_frames(model: MazeModel, maze) -> tuple[np.ndarray, list[str]]:
     return np.stack(frames), titles
 
 
-# ----------------------------------------------------------------------------- a maze to edit
-
-# What a cell of the editing board holds: a tile cell (even row and column) or the passage
-# between two tiles (one odd coordinate); the model's path is drawn over both.
-WALL, FLOOR, START_CELL, END_CELL, PATH, CORNER = range(6)
-_CELL_STYLE = {WALL: ("", "#23262f"), FLOOR: ("", "#f2eee3"), START_CELL: ("S", "#17becf"),
-               END_CELL: ("E", "#d62728"), PATH: ("", "#ff7f0e"), CORNER: ("", "#23262f")}
+# ----------------------------------------------------------------------------- a maze to edit, in the browser
 
 
-def edit_cells(layout: Layout) -> np.ndarray:
-    """(2R - 1, 2C - 1) cells for the editing board: tiles at even (row, column), each FLOOR
-    when it has an open arm (WALL when it has none), START_CELL or END_CELL; between two
-    tiles, FLOOR when they connect; CORNER where four tiles meet."""
+def live_board(model: MazeModel, maze=None, seed: int = 0):
+    """The maze to edit in the browser, with no kernel: open or close passages, move the start
+    and the end, then watch `model` walk it step by step beside BFS's shortest path, or draw a
+    new maze with no loops of 5x5 to 10x10 tiles. Starts from `maze` (pixels), or one of the
+    post's mazes drawn from `seed`. Needs the chapter's looped model."""
+    from toylib.live import Live, weights
+
+    c = model.config
+    if c.model != "looped":
+        raise ValueError("the live board runs the chapter's looped model (MazeConfig(model='looped'))")
+    layout = from_pixels(maze if maze is not None else random_maze(stream(seed)).maze)
     rows, cols = layout.arms.shape[:2]
-    cells = np.full((2 * rows - 1, 2 * cols - 1), CORNER)
-    ex = exits(layout.arms)
-    cells[::2, ::2] = np.where(layout.arms.any(-1), FLOOR, WALL)
-    cells[1::2, ::2] = np.where(ex[1:, :, 0], FLOOR, WALL)  # between (r, c) and (r + 1, c)
-    cells[::2, 1::2] = np.where(ex[:, 1:, 3], FLOOR, WALL)  # between (r, c) and (r, c + 1)
-    cells[2 * layout.start[0], 2 * layout.start[1]] = START_CELL
-    cells[2 * layout.end[0], 2 * layout.end[1]] = END_CELL
-    return cells
-
-
-def from_edit_cells(cells: np.ndarray) -> Layout:
-    """The maze an editing board shows: an arm is open where its passage is (arms pointing
-    off the grid stay shut), so two tiles connect exactly where the board says."""
-    cells = np.asarray(cells)
-    if cells.ndim != 2 or cells.shape[0] % 2 == 0 or cells.shape[1] % 2 == 0:
-        raise ValueError(f"an editing board is (2R - 1, 2C - 1) cells, got shape {cells.shape}")
-    rows, cols = (cells.shape[0] + 1) // 2, (cells.shape[1] + 1) // 2
-    down = cells[1::2, ::2] != WALL  # (R - 1, C): passages between (r, c) and (r + 1, c)
-    right = cells[::2, 1::2] != WALL  # (R, C - 1)
-    arms = np.zeros((rows, cols, 4), bool)
-    arms[1:, :, 0] = arms[:-1, :, 2] = down
-    arms[:, :-1, 1] = arms[:, 1:, 3] = right
-    marks = {what: [tuple(int(x) // 2 for x in ij) for ij in np.argwhere(cells == v)]
-             for what, v in (("start", START_CELL), ("end", END_CELL))}
-    for what, where in marks.items():
-        if len(where) != 1:
-            raise ValueError(f"an editing board has exactly one {what}, found {len(where)}")
-    return Layout(arms, marks["start"][0], marks["end"][0])
-
-
-def maze_widget(model: MazeModel, maze=None, seed: int = 0):
-    """A maze to edit, solved by the model after every change. Click a passage between two
-    tiles to open or shut it; choose "move the start" or "move the end" and click a tile.
-    The model's path is drawn in orange, and the line below says whether it is a shortest
-    path (by BFS). Needs a running kernel (Jupyter, Colab)."""
-    import ipywidgets as w
-
-    from toylib.widgets import BoardGrid
-
-    rng = stream(seed)
-    layout = from_pixels(maze if maze is not None else random_maze(rng).maze)
-    board = BoardGrid(edit_cells(layout), style=lambda v: _CELL_STYLE[v], cell_px=26)
-    mode = w.ToggleButtons(options=["open or shut a passage", "move the start", "move the end"])
-    new = w.Button(description="another maze")
-    status = w.HTML()
-    state = {"layout": layout}
-
-    def show():
-        lay = state["layout"]
-        cells, pixels = edit_cells(lay), to_pixels(*lay)
-        check = check_solution(pixels, solve_greedy(model, pixels))
-        for (r0, c0), (r1, c1) in zip(check.tiles, check.tiles[1:]):
-            cells[r0 + r1, c0 + c1] = PATH  # the passage between two tiles of the walk
-            if (r1, c1) != lay.end:
-                cells[2 * r1, 2 * c1] = PATH
-        board.set(cells)
-        board.enable(cells != CORNER)
-        best = "no path at all" if check.shortest is None else f"a shortest path has {check.shortest} moves"
-        verdict = "solved by a shortest path" if check.optimal else "solved" if check.solved else "not solved"
-        status.value = f"the model: {verdict} in {check.length} moves; {best}"
-
-    def clicked(r, c):
-        cells = edit_cells(state["layout"])
-        if mode.value == "open or shut a passage":
-            if r % 2 == c % 2:
-                return  # a tile or a corner: nothing to open
-            cells[r, c] = WALL if cells[r, c] == FLOOR else FLOOR
-        elif r % 2 == 0 and c % 2 == 0 and cells[r, c] not in (START_CELL, END_CELL):
-            mark = START_CELL if mode.value == "move the start" else END_CELL
-            cells[cells == mark] = FLOOR
-            cells[r, c] = mark
-        else:
-            return
-        state["layout"] = from_edit_cells(cells)
-        show()
-
-    def another(_):
-        state["layout"] = from_pixels(random_maze(rng).maze)
-        show()
-
-    board.on_click = clicked
-    new.on_click(another)
-    show()
-    return w.VBox([w.HBox([mode, new]), board.widget, status])
+    return Live("maze", "ToyMaze", {
+        "weights": weights(model), "d_model": c.d_model, "n_heads": c.n_heads, "n_decoder_layers": c.n_decoder_layers,
+        "radius": c.radius, "maze": {"rows": rows, "cols": cols, "arms": layout.arms.astype(bool),
+                                     "start": list(layout.start), "end": list(layout.end)}})

@@ -40,7 +40,7 @@ The chapter's rooms, in the reader's order:
                 the post's table (`POST_TABLE`), `sokoban_targets`, `measure` and the command
                 line (`CHAPTER`, `main`)
 - `look.py`     looking inside: `solve_frames`, `animate_solve`, `nsteps_along`,
-                `first_deadlock`, `draw_nsteps`, and `sokoban_widget`, a level to play
+                `first_deadlock`, `draw_nsteps`, and `live_board`, levels to play in the browser (`live.js`)
 
 Run it as `python -m toylib.sokoban`.
 """

@@ -1,6 +1,6 @@
 """Looking inside the Sokoban policy: the frames and animation of a solve with its attention,
 the nsteps head along a solution beside the truth, the first push that kills a board, and
-`sokoban_widget`, a level to play beside the policy.
+`live_board`, levels to play against the policy in the browser.
 """
 
 from __future__ import annotations
@@ -16,40 +16,21 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from toylib.decode import greedy_decode
-from toylib.draws import stream
 from toylib.infer import evaluating
 from toylib.plot import DPI, LABEL_PT, TITLE_PT, animate
 from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, _replay, nsteps_class
 from toylib.sokoban.measure import START, Walks
 from toylib.sokoban.net import SokobanPolicy
 from toylib.sokoban.world import (
-    _RGB,
     ACTION_NAMES,
-    BOX,
-    BOX_ON_GOAL,
-    DOWN,
-    FLOOR,
-    GOAL,
-    LEFT,
-    MOVES,
-    PLAYER,
-    PLAYER_ON_GOAL,
-    RIGHT,
     SIZE,
-    STEP,
-    UNDO,
-    UP,
-    WALL,
     Board,
     Play,
     encode,
     from_xsb,
     moves_to_goal,
-    push_distance,
-    random_board,
     render_rgb,
     shortest_solution,
-    to_xsb,
 )
 
 # ----------------------------------------------------------------------------- looking inside
@@ -340,119 +321,26 @@ def draw_nsteps(ax: Axes, along: NstepsAlong, title: str | None = None) -> Axes:
     return ax
 
 
-# ----------------------------------------------------------------------------- a level to play
-
-_CELLS = (FLOOR, WALL, GOAL, BOX, BOX_ON_GOAL, PLAYER, PLAYER_ON_GOAL)  # a grid cell holds its XSB glyph's index
-_COLOURS = dict(zip(_CELLS, ("floor", "wall", "goal", "box", "box_on_goal", "player", "player")))
+# ----------------------------------------------------------------------------- a level to play, in the browser
 
 
-def _cells(board: Board) -> np.ndarray:
-    """(rows, cols) ints for the grid: each square's XSB glyph, as its index in _CELLS."""
-    return np.array([[_CELLS.index(ch) for ch in line] for line in to_xsb(board).split("\n")])
+def live_board(model: SokobanPolicy, levels: Sequence[Board | str]):
+    """The levels to play in the browser, with no kernel, one after another: arrow keys (or
+    the buttons, or a click beside the player) move, `u` undoes, "the model's move" plays the
+    policy's most likely legal action and "let the model finish" plays them to the end. Below
+    the board: the policy's suggestion, its nsteps estimate and BFS's fewest moves left. The
+    policy reads the boards visited, undone ones too, as in training."""
+    from toylib.live import Live, weights
 
-
-def _cell_style(value: int) -> tuple[str, str]:
-    return _CELLS[value], "#%02x%02x%02x" % _RGB[_COLOURS[_CELLS[value]]]
-
-
-def _random_level(rng: np.random.Generator) -> Board:
-    """A random board that can be solved (push_distance throws most dead ones out at once)."""
-    while True:
-        board = random_board(rng)
-        if push_distance(board) < float("inf") and shortest_solution(board) is not None:
-            return board
-
-
-def _moves_left_words(n: int | None, can_undo: bool) -> str:
-    if n is None:
-        return "no solution from this board" + (" (undo!)" if can_undo else "")
-    return "solved" if n == 0 else f"{n} moves left"
-
-
-def sokoban_widget(model: SokobanPolicy, board: Board | str | None = None, seed: int = 0):
-    """A level to play (default: a random solvable one, drawn with `seed`). The arrow buttons
-    (or a click on a square next to the player) move, "undo" takes a move back, "model's
-    move" plays the policy's most likely legal action, "new level" draws another. Below the
-    board: the policy's suggestion with its probability (of all five actions) and its
-    nsteps estimate, and BFS's fewest moves left for comparison. The policy reads the boards
-    visited, undone ones too, as in training; when its history is full, play starts again
-    from the board reached.
-    Needs a running kernel (Jupyter, Colab)."""
-    import ipywidgets as w
-
-    from toylib.widgets import BoardGrid
-
-    rng = stream(seed)
-    level = _random_level(rng) if board is None else _as_board(board)
-    grid = BoardGrid(_cells(level), style=_cell_style, cell_px=30)
-    buttons = {a: w.Button(description=ACTION_NAMES[a], layout=w.Layout(width="70px")) for a in (*MOVES, UNDO)}
-    suggest, new = w.Button(description="model's move"), w.Button(description="new level")
-    status = w.HTML()
-    state: dict = {}
-
-    def reset(start: Board, note: str = "") -> None:
-        state.update(play=Play(start), history=[start], note=note)
-        if note == "":  # a new level: a new table and a new count
-            state.update(table=moves_to_goal(start), moves=0, shortest=len(shortest_solution(start) or []))
-        show()
-
-    def legal_actions() -> list[int]:
-        """The moves, none once the level is solved, and UNDO once there is a move to take back."""
-        play = state["play"]
-        return [a for a in play.legal_actions() if a == UNDO or not play.board.is_goal()]
-
-    def show() -> None:
-        play, history = state["play"], state["history"]
-        here = play.board
-        grid.set(_cells(here))
-        legal = legal_actions()
-        for a, button in buttons.items():
-            button.disabled = a not in legal
-        action_logits, nsteps_logits, _ = _read(model, history)
-        logits = action_logits[-1]  # (5,): after the boards so far
-        allowed = torch.zeros(len(ACTION_NAMES), dtype=torch.bool)
-        allowed[legal] = True
-        best = int(logits.masked_fill(~allowed, -torch.inf).argmax()) if legal else None
-        state["best"] = best
-        suggest.disabled = best is None or here.is_goal()
-        p = torch.softmax(logits, -1)
-        words = NSTEPS_WORDS[int(nsteps_logits[-1].argmax())]
-        estimate = f"{words} moves left" if words[0].isdigit() else words
-        bfs = _moves_left_words(state["table"].get((here.box, here.player)), bool(play.earlier))
-        if here.is_goal():
-            line = f"<b>solved</b> in {state['moves']} moves (the fewest: {state['shortest']})"
-        elif best is None:
-            line = "no legal move"
-        else:
-            line = f"the model suggests <b>{ACTION_NAMES[best]}</b> (p = {float(p[best]):.2f})"
-        status.value = (f"{line}; its nsteps estimate: <b>{estimate}</b>. "
-                        f"Breadth-first search: <b>{bfs}</b>.{state['note']}")
-
-    def act(action: int | None) -> None:
-        if action not in legal_actions():
-            return
-        state["play"] = play = state["play"].step(action)
-        state["moves"] += 1
-        if len(state["history"]) == model.config.n_ctx:
-            reset(play.board, f" (The model's history of {model.config.n_ctx} boards was full: "
-                              "play goes on from this board as a new start.)")
-            return
-        state["history"].append(play.board)
-        state["note"] = ""
-        show()
-
-    def clicked(row: int, col: int) -> None:
-        r, c = divmod(state["play"].board.player, SIZE)
-        for move, (dr, dc) in zip(MOVES, STEP):
-            if (r + dr, c + dc) == (row, col):
-                act(move)
-
-    grid.on_click = clicked
-    for a, button in buttons.items():
-        button.on_click(lambda _, a=a: act(a))
-    suggest.on_click(lambda _: act(state["best"]))
-    new.on_click(lambda _: reset(_random_level(rng)))
-    reset(level)
-    controls = w.VBox([w.HBox([buttons[UP], buttons[DOWN]]), w.HBox([buttons[LEFT], buttons[RIGHT]]),
-                       buttons[UNDO], suggest, new])
-    return w.VBox([w.HBox([grid.widget, controls]), status])
+    if not levels:
+        raise ValueError("give at least one level to play")
+    boards = [_as_board(b) for b in levels]
+    fewest = [shortest_solution(b) for b in boards]
+    if any(f is None for f in fewest):
+        raise ValueError("every level must be solvable: the page counts the fewest moves of each")
+    c = model.config
+    return Live("sokoban", "ToySokoban", {
+        "weights": weights(model), "d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers,
+        "channels": c.channels, "conv_layers": c.conv_layers, "n_ctx": c.n_ctx, "history": c.history,
+        "levels": [{"board": {"walls": b.grid.reshape(-1), "goal": b.goal, "box": b.box, "player": b.player},
+                    "fewest": len(f)} for b, f in zip(boards, fewest)]})

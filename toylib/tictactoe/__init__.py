@@ -27,5 +27,6 @@ The chapter's rooms, in the reader's order:
   chapter's targets (`Summary`, `summarise`, `measure`) and the command line (`CHAPTER`,
   `python -m toylib.tictactoe`, `--preset post1` to `post4` for the post's configs).
 - `look.py`: what the heads look at (`attention_profile`), a game as frames
-  (`game_frames`), and a board to play on (`play_widget`).
+  (`game_frames`), and a board to play on in the browser
+  (`live_board`, with `live.js`).
 """

@@ -1,6 +1,6 @@
 """Looking inside a trained model: where each head puts its attention, the move a model makes
 beside where the cell it plays looks, a whole game as frames for an animation, and a board to
-play against the model in a running kernel."""
+play against the model in the browser."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from matplotlib.figure import Figure
 
 from toylib.infer import infer
 from toylib.plot import DPI, LABEL_PT, attention_grid
-from toylib.tictactoe.measure import Policy, model_policy
-from toylib.tictactoe.net import TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet, check_boards_tensor, model_moves
+from toylib.tictactoe.measure import Policy
+from toylib.tictactoe.net import TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet, _TOKEN_KIND, check_boards_tensor, model_moves
 from toylib.tictactoe.world import EMPTY, LINES, O, SYMBOLS, X, TicTacToe, best_move, board_image, threats, to_move
 
 
@@ -200,52 +200,19 @@ def game_frames(model: TicTacToeNet, side: int = X, opponent: Policy | None = No
     return np.stack(frames), titles
 
 
-# ----------------------------------------------------------------------------- for readers with a kernel
+# ----------------------------------------------------------------------------- a board to play, in the browser
 
 
-def play_widget(model: TicTacToeNet):
-    """A clickable board: you play one side, the model the other. Returns the widget (the
-    last expression of a cell displays it). Needs a running kernel (Jupyter, Colab)."""
-    import ipywidgets as w
+def live_board(model: TicTacToeNet):
+    """The board to play against `model` in the browser, with no kernel: you pick a side, the
+    model answers each move, and beside the board it shows, for the position it last played,
+    each open cell's chance, its value head's guess and minimax's verdict, and where the cell
+    it chose looked in each layer. Needs the chapter's model (positions="graph", relative=True)."""
+    from toylib.live import Live, weights
 
-    from toylib.widgets import BoardGrid
-
-    policy = model_policy(model)
-    board = BoardGrid(np.zeros((3, 3), int), style=lambda v: (SYMBOLS[v] if v else " ", None), cell_px=60)
-    side = w.ToggleButtons(options=[("you play X", X), ("you play O", O)], value=X)
-    new = w.Button(description="new game")
-    status = w.HTML()
-    game = {"state": TicTacToe()}
-
-    def refresh():
-        s = game["state"]
-        cells = np.array(s.board).reshape(3, 3)
-        board.set(cells)
-        your_turn = not s.is_terminal() and s.current_player() == side.value
-        board.enable((cells == EMPTY) & your_turn)
-        if s.is_terminal():
-            winner = s.winner()
-            who = "you" if winner == side.value else "the model"
-            status.value = "<b>draw</b>" if not winner else f"<b>{SYMBOLS[winner]} wins</b> ({who})"
-        else:
-            status.value = "your move" if your_turn else "the model is thinking"
-
-    def model_turn():
-        s = game["state"]
-        if not s.is_terminal() and s.current_player() != side.value:
-            game["state"] = s.apply_action(policy[s.board])
-        refresh()
-
-    def click(row: int, col: int):
-        game["state"] = game["state"].apply_action(3 * row + col)
-        model_turn()
-
-    def restart(_=None):
-        game["state"] = TicTacToe()
-        model_turn()
-
-    board.on_click = click
-    new.on_click(restart)
-    side.observe(lambda change: restart(), names="value")
-    restart()
-    return w.VBox([w.HBox([side, new]), board.widget, status])
+    c = model.config
+    if c.positions != "graph" or not c.relative:
+        raise ValueError("the live board runs the chapter's model: positions='graph', relative=True")
+    return Live("tictactoe", "ToyTicTacToe", {
+        "weights": weights(model), "d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers,
+        "relations": TOKEN_RELATIONS, "kinds": _TOKEN_KIND})

@@ -1,0 +1,261 @@
+// Mazes on the static page: the world (tiles with arms, BFS), the chapter's looped model
+// (MazeNet) on ToyNN, greedy walking, and a maze to edit and watch the model walk. What each
+// part mirrors in toylib: world.py (to_pixels, exits, shortest_path), dataset.py
+// (connections), net.py (MazeNet.encode and decode, _greedy).
+(function (root) {
+  "use strict";
+  if (root.ToyMaze) return;
+  const nn = root.ToyNN;
+  const TILE = 5, CENTRE = 2;
+  const STOP = 0, UP = 1, RIGHT = 2, DOWN = 3, LEFT = 4, START = 5;
+  const NAMES = ["STOP", "UP", "RIGHT", "DOWN", "LEFT", "START"];
+  const DIRECTIONS = [UP, RIGHT, DOWN, LEFT]; // arm k points towards DIRECTIONS[k]
+  const STEP = { [UP]: [-1, 0], [RIGHT]: [0, 1], [DOWN]: [1, 0], [LEFT]: [0, -1] };
+  const ARM_PIXELS = [[[0, 1], [CENTRE]], [[CENTRE], [3, 4]], [[3, 4], [CENTRE]], [[CENTRE], [0, 1]]]; // rows, cols
+
+  // ------------------------------------------------------------------ the world (world.py)
+  // a maze: {rows, cols, arms: [r][c][k] booleans, start: [r, c], end: [r, c]}
+  // exits: whether the move DIRECTIONS[k] leads from tile (r, c) to a connected neighbour
+  function exits(m) {
+    return m.arms.map((row, r) => row.map((arms, c) => DIRECTIONS.map((move, k) => {
+      const [dr, dc] = STEP[move], rr = r + dr, cc = c + dc;
+      return rr >= 0 && rr < m.rows && cc >= 0 && cc < m.cols && arms[k] && m.arms[rr][cc][(k + 2) % 4];
+    })));
+  }
+  // a tile's pixels (TILE x TILE): blocked 0, open 1, start 2, end 3
+  function tilePixels(m, r, c) {
+    const p = [...Array(TILE)].map(() => Array(TILE).fill(0));
+    m.arms[r][c].forEach((open, k) => { if (open) for (const i of ARM_PIXELS[k][0]) for (const j of ARM_PIXELS[k][1]) p[i][j] = 1; });
+    p[CENTRE][CENTRE] = m.arms[r][c].some((a) => a) ? 1 : 0;
+    if (r === m.start[0] && c === m.start[1]) p[CENTRE][CENTRE] = 2;
+    if (r === m.end[0] && c === m.end[1]) p[CENTRE][CENTRE] = 3;
+    return p;
+  }
+  // BFS's shortest path from start to end: the moves, or null when the end cannot be reached
+  function shortestPath(m) {
+    const ex = exits(m), key = (r, c) => r * m.cols + c, back = new Map([[key(...m.start), null]]);
+    const queue = [m.start];
+    while (queue.length) {
+      const [r, c] = queue.shift();
+      if (r === m.end[0] && c === m.end[1]) {
+        const moves = [];
+        for (let at = key(r, c); back.get(at); at = back.get(at)[0]) moves.unshift(back.get(at)[1]);
+        return moves;
+      }
+      DIRECTIONS.forEach((move, k) => {
+        const rr = r + STEP[move][0], cc = c + STEP[move][1];
+        if (ex[r][c][k] && !back.has(key(rr, cc))) { back.set(key(rr, cc), [key(r, c), move]); queue.push([rr, cc]); }
+      });
+    }
+    return null;
+  }
+  // where a walk of moves goes: the tiles, whether every move went through an open passage,
+  // and whether it ended by STOP on the end tile
+  function walk(m, moves) {
+    const ex = exits(m), tiles = [m.start.slice()];
+    let [r, c] = m.start, valid = true, stopped = false;
+    for (const move of moves) {
+      if (move === STOP) { stopped = true; break; }
+      const k = DIRECTIONS.indexOf(move);
+      if (k < 0 || !ex[r][c][k]) { valid = false; break; }
+      r += STEP[move][0]; c += STEP[move][1];
+      tiles.push([r, c]);
+    }
+    return { tiles, valid, solved: valid && stopped && r === m.end[0] && c === m.end[1] };
+  }
+
+  // ------------------------------------------------------------------ the model (net.py)
+  // model: {weights (ToyNN.load), d_model, n_heads, n_decoder_layers, radius}
+  // The encoder: a token per tile from its pixels, then one block run once per tile, each
+  // head reading the tile itself and its neighbour along DIRECTIONS[h % 4] where they connect.
+  function encode(model, m, iterations) {
+    const w = model.weights, d = model.d_model, H = model.n_heads, dh = d / H, n = m.rows * m.cols, ex = exits(m);
+    const onehot = new Float64Array(n * TILE * TILE * 4);
+    for (let r = 0; r < m.rows; r++)
+      for (let c = 0; c < m.cols; c++) {
+        const p = tilePixels(m, r, c);
+        for (let i = 0; i < TILE; i++) for (let j = 0; j < TILE; j++) onehot[(r * m.cols + c) * 100 + (i * TILE + j) * 4 + p[i][j]] = 1;
+      }
+    const tile = nn.linear(onehot, n, w["tile_embed.weight"], w["tile_embed.bias"]);
+    // keys[h][t]: the neighbour head h reads from tile t, or -1 where the two do not connect
+    const keys = [...Array(H)].map((_, h) => [...Array(n)].map((_, t) => {
+      const r = Math.floor(t / m.cols), c = t % m.cols, k = h % 4, [dr, dc] = STEP[DIRECTIONS[k]];
+      return ex[r][c][k] ? (r + dr) * m.cols + c + dc : -1;
+    }));
+    const look = w["look"].data, L = (name) => w["step." + name];
+    let x = new Float64Array(n * d);
+    for (let it = 0; it < (iterations || n); it++) {
+      const y = x.map((v, i) => v + tile[i]);
+      const h0 = nn.layerNorm(y, n, d, L("ln_attn.weight"), L("ln_attn.bias"));
+      const q = nn.linear(h0, n, L("attn.W_Q.weight"), L("attn.W_Q.bias"));
+      const kk = nn.linear(h0, n, L("attn.W_K.weight"), L("attn.W_K.bias"));
+      const v = nn.linear(h0, n, L("attn.W_V.weight"), L("attn.W_V.bias"));
+      const z = new Float64Array(n * d);
+      for (let h = 0; h < H; h++)
+        for (let t = 0; t < n; t++) {
+          const score = (j) => { let s = 0; for (let c = 0; c < dh; c++) s += q[t * d + h * dh + c] * kk[j * d + h * dh + c]; return s / Math.sqrt(dh); };
+          const self = score(t) + look[2 * h], j = keys[h][t];
+          const other = j < 0 ? -Infinity : score(j) + look[2 * h + 1];
+          const top = Math.max(self, other), a = Math.exp(self - top), b = j < 0 ? 0 : Math.exp(other - top);
+          for (let c = 0; c < dh; c++)
+            z[t * d + h * dh + c] = (a * v[t * d + h * dh + c] + (j < 0 ? 0 : b * v[j * d + h * dh + c])) / (a + b);
+        }
+      const attn = nn.linear(z, n, L("attn.W_O.weight"), L("attn.W_O.bias"));
+      const y1 = y.map((val, i) => val + attn[i]);
+      const hidden = nn.linear(nn.layerNorm(y1, n, d, L("ln_mlp.weight"), L("ln_mlp.bias")), n, L("mlp.0.weight"), L("mlp.0.bias")).map(nn.gelu);
+      const mlp = nn.linear(hidden, n, L("mlp.2.weight"), L("mlp.2.bias"));
+      x = y1.map((val, i) => val + mlp[i] - tile[i]); // "recall": the tile is added afresh each pass
+    }
+    return { states: nn.layerNorm(x, n, d, w["ln_memory.weight"], w["ln_memory.bias"]), rows: m.rows, cols: m.cols, start: m.start };
+  }
+
+  // the decoder: the logits (6,) of the move after the tokens so far (START, moves...), and
+  // each head's cross-attention from the last token over the tiles (heads, tiles)
+  function decode(model, memory, tokens) {
+    const w = model.weights, d = model.d_model, H = model.n_heads, T = tokens.length, n = memory.rows * memory.cols;
+    const R = model.radius, width = 2 * R + 1, ob = w["offset_bias"].data;
+    // where the walker stands after each token (walk_tiles: STOP and START stay put, the edge holds)
+    const here = [];
+    let [r, c] = memory.start;
+    for (const t of tokens) {
+      if (STEP[t]) { r = Math.min(Math.max(r + STEP[t][0], 0), memory.rows - 1); c = Math.min(Math.max(c + STEP[t][1], 0), memory.cols - 1); }
+      here.push([r, c]);
+    }
+    const cross = (h, i, j) => {
+      const dr = Math.min(Math.max(Math.floor(j / memory.cols) - here[i][0], -R), R) + R;
+      const dc = Math.min(Math.max((j % memory.cols) - here[i][1], -R), R) + R;
+      return ob[h * width * width + dr * width + dc];
+    };
+    let x = new Float64Array(T * d);
+    tokens.forEach((t, i) => { for (let j = 0; j < d; j++) x[i * d + j] = w["move_embed.weight"].data[t * d + j]; });
+    let pattern = null;
+    for (let l = 0; l < model.n_decoder_layers; l++) {
+      const B = (name) => w[`decoder.blocks.${l}.${name}`];
+      const ln = (name, y) => nn.layerNorm(y, T, d, B(name + ".weight"), B(name + ".bias"));
+      const s = nn.selfAttention(w, `decoder.blocks.${l}.self_attn.`, ln("ln_self", x), T, d, H, (h, i, j) => (j > i ? -Infinity : 0));
+      x = x.map((v, i) => v + s.out[i]);
+      const lin = (name, y, rows) => nn.linear(y, rows, B(`cross_attn.${name}.weight`), B(`cross_attn.${name}.bias`));
+      const a = nn.attention(lin("W_Q", ln("ln_cross", x), T), lin("W_K", memory.states, n), lin("W_V", memory.states, n), T, n, H, d / H, cross);
+      const out = lin("W_O", a.out, T);
+      x = x.map((v, i) => v + out[i]);
+      const hidden = nn.linear(ln("ln_mlp", x), T, B("mlp.0.weight"), B("mlp.0.bias")).map(nn.gelu);
+      const mlp = nn.linear(hidden, T, B("mlp.2.weight"), B("mlp.2.bias"));
+      x = x.map((v, i) => v + mlp[i]);
+      pattern = [...Array(H)].map((_, h) => a.pattern.slice(h * T * n + (T - 1) * n, h * T * n + T * n));
+    }
+    const last = nn.layerNorm(x.subarray((T - 1) * d), 1, d, w["decoder.ln_final.weight"], w["decoder.ln_final.bias"]);
+    return { logits: nn.linear(last, 1, w["unembed.weight"], w["unembed.bias"]), pattern };
+  }
+
+  // net._greedy: START, then the likeliest move, until STOP, a move the maze does not allow
+  // (kept), or as many moves as the maze has tiles
+  function solve(model, m, memory) {
+    memory = memory || encode(model, m);
+    const ex = exits(m), tokens = [START];
+    let [r, c] = m.start;
+    while (tokens.length < m.rows * m.cols + 1) {
+      const move = nn.argmax(Array.from(decode(model, memory, tokens).logits));
+      tokens.push(move);
+      if (move === STOP) break;
+      const k = DIRECTIONS.indexOf(move);
+      if (k < 0 || !ex[r][c][k]) break; // START again, into a wall or off the grid
+      r += STEP[move][0]; c += STEP[move][1];
+    }
+    return tokens.slice(1);
+  }
+
+  // a maze with no loops: a random depth-first search carves a spanning tree of the tiles
+  function randomMaze(rows, cols, random = Math.random) {
+    const arms = [...Array(rows)].map(() => [...Array(cols)].map(() => [false, false, false, false]));
+    const seen = new Set(["0,0"]), stack = [[0, 0]];
+    while (stack.length) {
+      const [r, c] = stack[stack.length - 1];
+      const next = DIRECTIONS.map((move, k) => [k, r + STEP[move][0], c + STEP[move][1]])
+        .filter(([, rr, cc]) => rr >= 0 && rr < rows && cc >= 0 && cc < cols && !seen.has(`${rr},${cc}`));
+      if (!next.length) { stack.pop(); continue; }
+      const [k, rr, cc] = next[Math.floor(random() * next.length)];
+      arms[r][c][k] = arms[rr][cc][(k + 2) % 4] = true;
+      seen.add(`${rr},${cc}`);
+      stack.push([rr, cc]);
+    }
+    const pick = () => [Math.floor(random() * rows), Math.floor(random() * cols)];
+    let start = pick(), end = pick();
+    while (end[0] === start[0] && end[1] === start[1]) end = pick();
+    return { rows, cols, arms, start, end };
+  }
+
+  // ------------------------------------------------------------------ the page
+  function mount(el, model) {
+    model.weights = nn.load(model.weights);
+    let maze = model.maze, mode = "passage", memory = null, moves = [], shown = 0;
+    el.innerHTML = `
+      <div class="toy-row"><button data-mode="passage">a click opens or closes a passage</button>
+        <button data-mode="start">a click moves the start</button><button data-mode="end">a click moves the end</button></div>
+      <div class="toy-row"><button data-role="step">one step</button><button data-role="solve">walk to the end</button>
+        <button data-role="reset">walk again</button>
+        <label>new maze, <select data-role="size">${[5, 6, 7, 8, 9, 10].map((s) => `<option value="${s}">${s}x${s}</option>`).join("")}</select></label>
+        <button data-role="new">new maze</button></div>
+      <p class="toy-status" data-role="status"></p>
+      <div class="toy-maze" data-role="maze"></div>
+      <p class="toy-note">Blue: the model's walk (numbered); dots: a shortest path by BFS; S start, E end.</p>`;
+    const $ = (q) => el.querySelector(q);
+
+    function draw() {
+      const bfs = shortestPath(maze), onBfs = new Set();
+      if (bfs) walk(maze, bfs).tiles.forEach(([r, c]) => onBfs.add(`${r},${c}`));
+      const w = walk(maze, moves.slice(0, shown)), step = new Map();
+      w.tiles.forEach(([r, c], i) => step.set(`${r},${c}`, i));
+      const cells = [];
+      for (let i = 0; i < 2 * maze.rows - 1; i++)
+        for (let j = 0; j < 2 * maze.cols - 1; j++) {
+          const r = i >> 1, c = j >> 1;
+          if (i % 2 === 0 && j % 2 === 0) {
+            const key = `${r},${c}`, label = key === maze.start.join() ? "S" : key === maze.end.join() ? "E" : step.has(key) ? step.get(key) : "";
+            const cls = [maze.arms[r][c].some((a) => a) ? "" : "toy-solid", step.has(key) ? "toy-walked" : "", onBfs.has(key) ? "toy-bfs" : ""];
+            cells.push(`<div data-tile="${key}" class="${cls.join(" ")}">${label}</div>`);
+          } else if (i % 2 !== j % 2) { // a passage between two tiles: to the right (k 1) or below (k 2)
+            const k = i % 2 ? 2 : 1, open = maze.arms[r][c][k] && maze.arms[r + (k === 2)][c + (k === 1)][k + 2];
+            cells.push(`<div data-edge="${r},${c},${k}" class="toy-edge ${open ? "toy-open" : ""} ${i % 2 ? "toy-h" : "toy-v"}"></div>`);
+          } else cells.push(`<div class="toy-post"></div>`);
+        }
+      const grid = $("[data-role=maze]");
+      grid.style.gridTemplateColumns = [...Array(2 * maze.cols - 1)].map((_, j) => (j % 2 ? "6px" : "var(--tile)")).join(" ");
+      grid.innerHTML = cells.join("");
+      el.querySelectorAll("[data-mode]").forEach((b) => b.classList.toggle("toy-on", b.dataset.mode === mode));
+      const done = shown >= moves.length && moves.length > 0;
+      const steps = moves.filter((m) => m !== STOP).length; // its walk: the moves, then STOP (or a wrong move)
+      const taken = moves.slice(0, shown).filter((m) => m !== STOP);
+      const said = moves.length ? `after ${taken.length} of its ${steps} moves (${taken.map((m) => NAMES[m][0]).join("") || "none yet"})` : "not walked yet";
+      const verdict = !done ? "" : w.solved ? (bfs && moves.length - 1 === bfs.length ? ": solved by a shortest path" : ": solved, but not by a shortest path")
+        : w.valid ? ": it stopped short of the end" : ": it walked into a wall";
+      $("[data-role=status]").textContent = `The model, ${said}${verdict}. BFS: ${bfs ? `${bfs.length} moves` : "the end cannot be reached"}.`;
+    }
+    function changed() { memory = null; moves = []; shown = 0; draw(); }
+    function think() { memory = memory || encode(model, maze); if (!moves.length) moves = solve(model, maze, memory); }
+    $("[data-role=maze]").addEventListener("click", (e) => {
+      const t = e.target.closest("[data-tile],[data-edge]");
+      if (!t) return;
+      if (t.dataset.edge && mode === "passage") {
+        const [r, c, k] = t.dataset.edge.split(",").map(Number), [rr, cc] = k === 1 ? [r, c + 1] : [r + 1, c];
+        const open = !(maze.arms[r][c][k] && maze.arms[rr][cc][k + 2]);
+        maze.arms[r][c][k] = maze.arms[rr][cc][k + 2] = open;
+        changed();
+      } else if (t.dataset.tile && mode !== "passage") {
+        const at = t.dataset.tile.split(",").map(Number), other = mode === "start" ? maze.end : maze.start;
+        if (at[0] !== other[0] || at[1] !== other[1]) { maze[mode] = at; changed(); }
+      }
+    });
+    el.querySelectorAll("[data-mode]").forEach((b) => b.addEventListener("click", () => { mode = b.dataset.mode; draw(); }));
+    $("[data-role=step]").addEventListener("click", () => { think(); shown = Math.min(shown + 1, moves.length); draw(); });
+    $("[data-role=solve]").addEventListener("click", () => { think(); shown = moves.length; draw(); });
+    $("[data-role=reset]").addEventListener("click", () => { shown = 0; draw(); });
+    $("[data-role=new]").addEventListener("click", () => { const s = +$("[data-role=size]").value; maze = randomMaze(s, s); changed(); });
+    draw();
+    el.toyLive = { maze: () => JSON.parse(JSON.stringify(maze)), moves: () => moves.slice() }; // what the page shows, for scripts/live_drivers.js
+    return el.toyLive;
+  }
+
+  const api = { TILE, STOP, START, DIRECTIONS, exits, tilePixels, shortestPath, walk, encode, decode, solve, randomMaze, mount };
+  root.ToyMaze = api;
+  if (typeof module !== "undefined" && module.exports) module.exports = api;
+})(typeof window !== "undefined" ? window : globalThis);
