@@ -37,7 +37,23 @@
       click(el.querySelector("[data-mode=look]"));
       click(el.querySelector("[data-cell]"));
       const heat = [...el.querySelectorAll("[data-heat]")].filter((d) => d.style.background !== "").length;
-      return { alive, wrong, statuses, heat, caption: text(el, "[data-role=heat-caption]") };
+      const result = { alive, wrong, statuses, heat, caption: text(el, "[data-role=heat-caption]") };
+      if (el.querySelector("[data-model=any]")) { // the any-size model on a 12x30 board: a glider, four steps
+        click(el.querySelector("[data-model=any]"));
+        const shape = el.querySelector("[data-role=shape]");
+        shape.value = "12x30";
+        shape.dispatchEvent(new Event("change", { bubbles: true }));
+        click(el.querySelector("[data-mode=draw]"));
+        click(el.querySelector("[data-role=glider]"));
+        for (let i = 0; i < 4; i++) click(el.querySelector("[data-role=step]"));
+        const cells = [...el.querySelectorAll("[data-cell]")];
+        click(el.querySelector("[data-mode=look]"));
+        click(cells[0]);
+        result.any = { cells: cells.length, alive: cells.filter((d) => d.classList.contains("toy-alive")).map((d) => +d.dataset.cell),
+                       wrong: cells.filter((d) => d.classList.contains("toy-wrong")).length, status: text(el, "[data-role=status]"),
+                       caption: text(el, "[data-role=heat-caption]") };
+      }
+      return result;
     },
     // walk the stored maze; close the first open passage and walk again; walk a new 8x8 maze
     maze(el) {

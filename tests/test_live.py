@@ -9,6 +9,7 @@ import math
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -139,6 +140,8 @@ def test_the_tictactoe_page_computes_what_the_trained_model_computes(tmp_path):
     js_values = torch.tensor([g[1] for g in got]).view(-1, 9, 3)
     js_moves = torch.tensor([g[2] for g in got])
     assert (js_logits - logits).abs().max() < TOLERANCE and (js_values - values).abs().max() < TOLERANCE
+    # every cell's symbol and value class, as PyTorch picks them
+    assert torch.equal(js_logits.argmax(-1), logits.argmax(-1)) and torch.equal(js_values.argmax(-1), values.argmax(-1))
     # the same move, except where two moves score alike to the last bits (the board's symmetry
     # makes exact ties, which float32 breaks one way and the page, taking the first, another)
     logp = torch.log_softmax(logits, -1)  # (n, 9, 3), as model_moves ranks the moves
@@ -147,6 +150,8 @@ def test_the_tictactoe_page_computes_what_the_trained_model_computes(tmp_path):
     assert torch.equal(gain.argmax(1), moves.move)
     short = gain.max(1).values - gain.gather(1, js_moves[:, None]).squeeze(1)
     assert short.max() < TOLERANCE
+    print(f"tic-tac-toe: logits within {float((js_logits - logits).abs().max()):.1e}, "
+          f"values within {float((js_values - values).abs().max()):.1e}")
     print(f"{len(boards):,} positions: the page's move is PyTorch's on {int((js_moves == moves.move).sum()):,}, "
           f"and on the other {int((js_moves != moves.move).sum())} a move that scores within {float(short.max()):.1e}")
     assert (js_moves == moves.move).float().mean() > 0.9
@@ -167,10 +172,34 @@ def test_the_life_page_computes_what_the_trained_model_computes_and_the_rule(tmp
     with torch.no_grad():
         logits = model(torch.from_numpy(grids))[0]
     js = torch.tensor(got["logits"]).view_as(logits)
+    print(f"Life: {len(grids):,} grids, logits within {float((js - logits).abs().max()):.1e}, "
+          f"{int(((js > 0) != (logits > 0)).sum())} cells called differently")
     assert (js - logits).abs().max() < TOLERANCE
     assert torch.equal((js > 0)[logits.abs() > TOLERANCE], (logits > 0)[logits.abs() > TOLERANCE])
     truth = [*life_world.life_step(grids), *(g for o in odd for g in life_world.life_step(o))]
     assert all(np.array_equal(np.array(s), t) for s, t in zip(got["steps"], truth))
+
+
+@needs_node
+def test_the_life_page_runs_the_any_size_model_on_boards_of_every_shape(tmp_path):
+    data = stored_board("life", "ToyLife")["any"]
+    config = replace(life_net.ANY_SIZE, d_model=data["d_model"], radius=data["radius"], mask_self=data["mask_self"])
+    model = load_weights(life_net.OffsetAttentionNet(config), data)
+    rng = np.random.default_rng(9)
+    shapes = ((5, 7), (12, 30), (16, 16), (31, 9))
+    grids = {shape: life_dataset.random_grids(250, shape, rng) for shape in shapes}  # 1,000 grids
+    got = node("const L = require(toylib + '/life/live.js'); const m = job.model; m.weights = ToyNN.load(m.weights);"
+               "result = job.grids.map(gs => gs.map(g => Array.from(L.forwardAny(m, g).logits)));",
+               {"model": data, "grids": [grids[s] for s in shapes]}, tmp_path)
+    worst = 0.0
+    for shape, js in zip(shapes, got):
+        with torch.no_grad():
+            logits = model(torch.from_numpy(grids[shape]))[0]
+        js = torch.tensor(js).view_as(logits)
+        worst = max(worst, float((js - logits).abs().max()))
+        assert torch.equal((js > 0)[logits.abs() > TOLERANCE], (logits > 0)[logits.abs() > TOLERANCE])
+    print(f"Life, any size: 1,000 grids of {len(shapes)} shapes, logits within {worst:.1e}")
+    assert worst < TOLERANCE
 
 
 # ----------------------------------------------------------------------------- the boards in a browser
@@ -234,6 +263,19 @@ def test_the_stored_life_board_steps_a_glider_as_the_model_does(tmp_path):
     assert board["wrong"] == int((ours != life_world.life_run(glider, 4)[-1]).sum())
     assert board["statuses"][-1].startswith("step 4: 5 live cells")
     assert board["heat"] == config.grid_size ** 2 and "% of its attention on its 8 neighbours" in board["caption"]
+    # the any-size model on a 12x30 board
+    data = data["any"]
+    any_model = load_weights(life_net.OffsetAttentionNet(replace(
+        life_net.ANY_SIZE, d_model=data["d_model"], radius=data["radius"], mask_self=data["mask_self"])), data)
+    glider = np.zeros((12, 30), np.uint8)
+    for r, c in ((0, 1), (1, 2), (2, 0), (2, 1), (2, 2)):
+        glider[r + 1, c + 1] = 1
+    ours = glider
+    for _ in range(4):
+        ours = life_net.predict(any_model, ours)
+    assert board["any"]["cells"] == 12 * 30 and board["any"]["alive"] == np.flatnonzero(ours).tolist()
+    assert board["any"]["wrong"] == int((ours != life_world.life_run(glider, 4)[-1]).sum())
+    assert "cell (0, 0)" in board["any"]["caption"]
 
 
 # ----------------------------------------------------------------------------- mazes and Sokoban
@@ -272,6 +314,7 @@ def test_the_maze_page_walks_as_the_trained_model_and_bfs_do(tmp_path):
         memory = model.encode(torch.from_numpy(np.stack(first)), keep=False)
         logits = model.decode(torch.full((len(first), 1), maze_world.START), memory)[0][:, -1]
     js = torch.tensor(got["first"])
+    print(f"maze: {len(first):,} mazes, first-move logits within {float((js - logits).abs().max()):.1e}")
     assert (js - logits).abs().max() < TOLERANCE
     assert torch.equal(js.argmax(1), logits.argmax(1))
     for pixels, (moves, bfs) in zip(walked, got["walked"]):
@@ -337,6 +380,7 @@ def test_the_sokoban_page_reads_boards_as_the_trained_policy_and_counts_moves_as
         a, n, _ = sokoban_look._read(model, h)
         worst = max(worst, (torch.tensor([r[0] for r in rows]) - a).abs().max().item(),
                     (torch.tensor([r[1] for r in rows]) - n).abs().max().item())
+    print(f"Sokoban: {len(boards):,} boards and {len(histories)} histories, logits within {worst:.1e}")
     assert worst < TOLERANCE
 
 

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from toylib.infer import infer
-from toylib.life.net import SingleAttentionNet, predict
+from toylib.life.net import OffsetAttentionNet, SingleAttentionNet, predict
 from toylib.life.world import check_grids, life_step
 from toylib.plot import DPI, LABEL_PT, TITLE_PT
 
@@ -122,15 +122,23 @@ def _ring(cell: tuple[int, int], size: int) -> np.ndarray:
 # ----------------------------------------------------------------------------- a board to play, in the browser
 
 
-def live_board(model: SingleAttentionNet):
+def live_board(model: SingleAttentionNet, any_model: OffsetAttentionNet | None = None):
     """The board to draw on in the browser, with no kernel: click cells to flip them (or
     start from a glider or a random grid), step it with `model` and see in red where the model
-    and the rule differ, or switch to looking and click a cell to see where it attends.
-    Needs a model with learned attention (mixer="attention")."""
+    and the rule differ, or switch to looking and click a cell to see where it attends. With
+    `any_model` (mixer="offset"), the reader may switch to it and to boards of other shapes,
+    square or not. `model` needs learned attention (mixer="attention")."""
     from toylib.live import Live, weights
 
     c = model.config
     if c.mixer != "attention":
         raise ValueError(f"the live board runs a model with learned attention (mixer='attention'), got {c.mixer!r}")
-    return Live("life", "ToyLife", {"weights": weights(model), "grid_size": c.grid_size, "d_model": c.d_model,
-                                    "mask_self": c.mask_self, "positions": c.positions})
+    data = {"weights": weights(model), "grid_size": c.grid_size, "d_model": c.d_model, "mask_self": c.mask_self,
+            "positions": c.positions, "any": None}
+    if any_model is not None:
+        a = any_model.config
+        if a.mixer != "offset":
+            raise ValueError(f"any_model is the any-size model (mixer='offset'), got {a.mixer!r}")
+        data["any"] = {"weights": weights(any_model), "d_model": a.d_model, "radius": a.radius,
+                       "mask_self": a.mask_self}
+    return Live("life", "ToyLife", data)
