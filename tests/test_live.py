@@ -68,6 +68,22 @@ def load_weights(model: torch.nn.Module, data: dict) -> torch.nn.Module:
     return model.eval()
 
 
+def _tictactoe_model(data: dict) -> torch.nn.Module:
+    return load_weights(ttt_net.TicTacToeNet(ttt_net.TicTacToeConfig(
+        d_model=data["d_model"], n_heads=data["n_heads"], n_layers=data["n_layers"])), data)
+
+
+def _life_model(data: dict) -> torch.nn.Module:
+    return load_weights(life_net.SingleAttentionNet(life_net.LifeConfig(
+        grid_size=data["grid_size"], d_model=data["d_model"], mask_self=data["mask_self"],
+        positions=data["positions"])), data)
+
+
+def _any_size_model(data: dict) -> torch.nn.Module:
+    return load_weights(life_net.OffsetAttentionNet(replace(
+        life_net.ANY_SIZE, d_model=data["d_model"], radius=data["radius"], mask_self=data["mask_self"])), data)
+
+
 # ----------------------------------------------------------------------------- the Python side
 
 
@@ -124,8 +140,7 @@ def test_tictactoe_rules_and_minimax_match_toylib_on_every_position(tmp_path):
 @needs_node
 def test_the_tictactoe_page_computes_what_the_trained_model_computes(tmp_path):
     data = stored_board("tictactoe", "ToyTicTacToe")
-    model = load_weights(ttt_net.TicTacToeNet(ttt_net.TicTacToeConfig(
-        d_model=data["d_model"], n_heads=data["n_heads"], n_layers=data["n_layers"])), data)
+    model = _tictactoe_model(data)
     boards = ttt_world.open_positions()
     assert len(boards) == 4520
     boards = boards[::4]  # 1,130 positions: Node takes about 2.5 ms a board
@@ -160,9 +175,8 @@ def test_the_tictactoe_page_computes_what_the_trained_model_computes(tmp_path):
 @needs_node
 def test_the_life_page_computes_what_the_trained_model_computes_and_the_rule(tmp_path):
     data = stored_board("life", "ToyLife")
-    config = life_net.LifeConfig(grid_size=data["grid_size"], d_model=data["d_model"], mask_self=data["mask_self"],
-                                 positions=data["positions"])
-    model = load_weights(life_net.SingleAttentionNet(config), data)
+    model = _life_model(data)
+    config = model.config
     grids = life_dataset.random_grids(1000, config.grid_size, np.random.default_rng(7))
     odd = [life_dataset.random_grids(20, shape, np.random.default_rng(8)) for shape in ((3, 3), (5, 7), (9, 31))]
     got = node("const L = require(toylib + '/life/live.js'); const m = job.model; m.weights = ToyNN.load(m.weights);"
@@ -183,8 +197,7 @@ def test_the_life_page_computes_what_the_trained_model_computes_and_the_rule(tmp
 @needs_node
 def test_the_life_page_runs_the_any_size_model_on_boards_of_every_shape(tmp_path):
     data = stored_board("life", "ToyLife")["any"]
-    config = replace(life_net.ANY_SIZE, d_model=data["d_model"], radius=data["radius"], mask_self=data["mask_self"])
-    model = load_weights(life_net.OffsetAttentionNet(config), data)
+    model = _any_size_model(data)
     rng = np.random.default_rng(9)
     shapes = ((5, 7), (12, 30), (16, 16), (31, 9))
     grids = {shape: life_dataset.random_grids(250, shape, rng) for shape in shapes}  # 1,000 grids
@@ -218,8 +231,7 @@ def stored_page(tmp_path: Path, notebook: str) -> Path:
 @needs_chromium
 def test_the_stored_tictactoe_board_plays_whole_games_as_the_model_would(tmp_path):
     data = stored_board("tictactoe", "ToyTicTacToe")
-    model = load_weights(ttt_net.TicTacToeNet(ttt_net.TicTacToeConfig(
-        d_model=data["d_model"], n_heads=data["n_heads"], n_layers=data["n_layers"])), data)
+    model = _tictactoe_model(data)
     result = check_live_pages.play(stored_page(tmp_path, "tictactoe"))
     assert result["errors"] == [] and [b["chapter"] for b in result["boards"]] == ["tictactoe"]
     for game in result["boards"][0]["games"]:
@@ -247,9 +259,8 @@ def test_the_stored_tictactoe_board_plays_whole_games_as_the_model_would(tmp_pat
 @needs_chromium
 def test_the_stored_life_board_steps_a_glider_as_the_model_does(tmp_path):
     data = stored_board("life", "ToyLife")
-    config = life_net.LifeConfig(grid_size=data["grid_size"], d_model=data["d_model"], mask_self=data["mask_self"],
-                                 positions=data["positions"])
-    model = load_weights(life_net.SingleAttentionNet(config), data)
+    model = _life_model(data)
+    config = model.config
     result = check_live_pages.play(stored_page(tmp_path, "life"))
     assert result["errors"] == []
     board = result["boards"][0]
@@ -264,9 +275,7 @@ def test_the_stored_life_board_steps_a_glider_as_the_model_does(tmp_path):
     assert board["statuses"][-1].startswith("step 4: 5 live cells")
     assert board["heat"] == config.grid_size ** 2 and "% of its attention on its 8 neighbours" in board["caption"]
     # the any-size model on a 12x30 board
-    data = data["any"]
-    any_model = load_weights(life_net.OffsetAttentionNet(replace(
-        life_net.ANY_SIZE, d_model=data["d_model"], radius=data["radius"], mask_self=data["mask_self"])), data)
+    any_model = _any_size_model(data["any"])
     glider = np.zeros((12, 30), np.uint8)
     for r, c in ((0, 1), (1, 2), (2, 0), (2, 1), (2, 2)):
         glider[r + 1, c + 1] = 1
