@@ -1,6 +1,6 @@
 """Looking at a trained Life model: where each cell's attention goes, laid out on the grid;
 the chapter's opening picture (the model's step beside the rule's, and one cell's attention);
-an interactive board it steps beside the true rule."""
+and the live board, on which the reader draws and steps a grid in the browser."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 from toylib.infer import infer
 from toylib.life.net import OffsetAttentionNet, SingleAttentionNet, predict
 from toylib.life.world import check_grids, life_step
+from toylib.live import Live, weights
 from toylib.plot import DPI, LABEL_PT, TITLE_PT
 
 
@@ -128,8 +129,6 @@ def live_board(model: SingleAttentionNet, any_model: OffsetAttentionNet | None =
     and the rule differ, or switch to looking and click a cell to see where it attends. With
     `any_model` (mixer="offset"), the reader may switch to it and to boards of other shapes,
     square or not. `model` needs learned attention (mixer="attention")."""
-    from toylib.live import Live, weights
-
     c = model.config
     if c.mixer != "attention":
         raise ValueError(f"the live board runs a model with learned attention (mixer='attention'), got {c.mixer!r}")

@@ -15,9 +15,9 @@ import torch
 
 from toylib.attention import DecoderBlock
 from toylib.draws import stream
-from toylib.infer import infer
+from toylib.infer import infer, model_device
+from toylib.live import Live, weights
 from toylib.maze.dataset import PAD, MazeSet, solution_tensor, start_tiles, walk_tiles
-from toylib.infer import model_device
 from toylib.maze.net import MazeModel, MazeNet, Memory, _Run, solve_greedy
 from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, MazeState, _walk,
                                check_pixels, exits, from_pixels, random_maze)
@@ -319,8 +319,6 @@ def live_board(model: MazeModel, maze=None, seed: int = 0):
     and the end, then watch `model` walk it step by step beside BFS's shortest path, or draw a
     new maze with no loops of 5x5 to 10x10 tiles. Starts from `maze` (pixels), or one of the
     post's mazes drawn from `seed`. Needs the chapter's looped model."""
-    from toylib.live import Live, weights
-
     c = model.config
     if c.model != "looped":
         raise ValueError("the live board runs the chapter's looped model (MazeConfig(model='looped'))")

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from toylib.decode import greedy_decode
 from toylib.infer import evaluating
+from toylib.live import Live, weights
 from toylib.plot import DPI, LABEL_PT, TITLE_PT, animate
 from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, _replay, nsteps_class
 from toylib.sokoban.measure import START, Walks
@@ -330,8 +331,6 @@ def live_board(model: SokobanPolicy, levels: Sequence[Board | str]):
     policy's most likely legal action and "let the model finish" plays them to the end. Below
     the board: the policy's suggestion, its nsteps estimate and BFS's fewest moves left. The
     policy reads the boards visited, undone ones too, as in training."""
-    from toylib.live import Live, weights
-
     if not levels:
         raise ValueError("give at least one level to play")
     boards = [_as_board(b) for b in levels]

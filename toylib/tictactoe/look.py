@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 
 from toylib.infer import infer
+from toylib.live import Live, weights
 from toylib.plot import DPI, LABEL_PT, attention_grid
 from toylib.tictactoe.measure import Policy
 from toylib.tictactoe.net import TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet, _TOKEN_KIND, check_boards_tensor, model_moves
@@ -208,8 +209,6 @@ def live_board(model: TicTacToeNet):
     model answers each move, and beside the board it shows, for the position it last played,
     each open cell's chance, its value head's guess and minimax's verdict, and where the cell
     it chose looked in each layer. Needs the chapter's model (positions="graph", relative=True)."""
-    from toylib.live import Live, weights
-
     c = model.config
     if c.positions != "graph" or not c.relative:
         raise ValueError("the live board runs the chapter's model: positions='graph', relative=True")
