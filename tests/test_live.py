@@ -472,3 +472,14 @@ def test_the_maze_and_sokoban_boards_refuse_what_they_cannot_run():
     lost = sokoban_world.from_xsb("########\n#@     #\n#      #\n#      #\n#      #\n#     .#\n#     $#\n########")
     with pytest.raises(ValueError, match="solvable"):
         sokoban_look.live_board(policy, [lost])
+
+
+@needs_chromium
+@pytest.mark.parametrize("notebook", ["tictactoe", "life", "maze", "sokoban"])
+def test_each_stored_board_fits_a_phone_page_while_it_plays(tmp_path, notebook):
+    """On a 412-pixel phone the page leaves the board about 380 pixels: played there, after
+    every click of the driver, it must not scroll sideways."""
+    result = check_live_pages.play(stored_page(tmp_path, notebook), width=412)
+    assert result["errors"] == []
+    (board,) = result["boards"]
+    assert board["shown"] <= 380 and board["width"] <= board["shown"]
