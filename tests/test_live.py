@@ -48,17 +48,26 @@ def node(script: str, data: dict, tmp_path: Path) -> object:
     return json.loads((tmp_path / "out.json").read_text())
 
 
-def stored_board(notebook: str, api: str) -> dict:
-    """The data of the live board stored in a chapter's notebook: the weights its run trained."""
+APIS = {"tictactoe": "ToyTicTacToe", "life": "ToyLife", "maze": "ToyMaze", "sokoban": "ToySokoban"}
+
+
+def stored_html(notebook: str) -> str:
+    """The live board's HTML output stored in a chapter's notebook, as the site shows it."""
     nb = json.loads((ROOT / "book" / f"{notebook}.ipynb").read_text())
     for cell in nb["cells"]:
         for out in cell.get("outputs", []):
             html = "".join(out.get("data", {}).get("text/html", ""))
-            mount = html.rfind(f"{api}.mount(")
-            if mount >= 0:
-                payload = html[html.index(", ", mount) + 2: html.rindex(");</script>")]
-                return json.loads(payload.replace("<\\/", "</"))
+            if f"{APIS[notebook]}.mount(" in html:
+                return html
     raise AssertionError(f"book/{notebook}.ipynb stores no live board")
+
+
+def stored_board(notebook: str, api: str) -> dict:
+    """The data of the live board stored in a chapter's notebook: the weights its run trained."""
+    html = stored_html(notebook)
+    mount = html.rfind(f"{api}.mount(")
+    payload = html[html.index(", ", mount) + 2: html.rindex(");</script>")]
+    return json.loads(payload.replace("<\\/", "</"))
 
 
 def load_weights(model: torch.nn.Module, data: dict) -> torch.nn.Module:
@@ -220,9 +229,7 @@ def test_the_life_page_runs_the_any_size_model_on_boards_of_every_shape(tmp_path
 
 def stored_page(tmp_path: Path, notebook: str) -> Path:
     """A page holding the live board stored in the notebook, as the site shows it."""
-    nb = json.loads((ROOT / "book" / f"{notebook}.ipynb").read_text())
-    html = next("".join(out["data"]["text/html"]) for cell in nb["cells"] for out in cell.get("outputs", [])
-                if "toy-live" in "".join(out.get("data", {}).get("text/html", "")))
+    html = stored_html(notebook)
     page = tmp_path / f"{notebook}.html"
     page.write_text(f'<!doctype html><html><head><meta charset="utf-8"></head><body>{html}</body></html>')
     return page
@@ -447,11 +454,8 @@ def _level(level: dict):
 
 def test_the_stored_boards_carry_the_scripts_of_this_checkout():
     """A board carries its scripts inline: after a change to one, the chapters must run again."""
-    for notebook, api in (("tictactoe", "ToyTicTacToe"), ("life", "ToyLife"), ("maze", "ToyMaze"),
-                          ("sokoban", "ToySokoban")):
-        nb = json.loads((ROOT / "book" / f"{notebook}.ipynb").read_text())
-        html = next("".join(out["data"]["text/html"]) for cell in nb["cells"] for out in cell.get("outputs", [])
-                    if f"{api}.mount(" in "".join(out.get("data", {}).get("text/html", "")))
+    for notebook in APIS:
+        html = stored_html(notebook)
         for path in (*live.SCRIPTS, f"{notebook}/live.js", "js/live.css"):
             assert live.source(path) in html, f"book/{notebook}.ipynb stores an older {path}: execute it again"
 
