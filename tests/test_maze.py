@@ -802,3 +802,68 @@ def test_make_mazes_draws_either_kind_and_names_what_is_wrong():
         make_mazes(2, kind="spiral")
     with pytest.raises(ValueError, match=r"1\.\.8 \(tiles - 1\)"):
         make_mazes(2, size=3, kind="tree", min_moves=9)
+
+
+def test_ways_to_end_are_every_tile_s_first_moves_of_a_shortest_path():
+    from toylib.maze.dataset import NO_WAY, ways_to_end
+    from toylib.maze.world import STOP, TILE, shortest_path, to_pixels
+
+    rng = np.random.default_rng(4)
+    mazes = [random_maze(rng, 5).maze for _ in range(30)] + [spanning_tree_maze(rng, (4, 7)).maze for _ in range(5)]
+    for shape in ((5, 5), (4, 7)):
+        batch = [m for m in mazes if m.shape == (shape[0] * TILE, shape[1] * TILE)]
+        ways, distance = ways_to_end(torch.from_numpy(np.stack(batch)))
+        for pixels, w, d in zip(batch, ways, distance):
+            layout = from_pixels(pixels)
+            for i in range(shape[0] * shape[1]):
+                tile = divmod(i, shape[1])
+                if tile == layout.end:  # the end: its way is STOP, no move
+                    assert d[i] == 0 and w[i].nonzero().flatten().tolist() == [STOP]
+                    continue
+                path = shortest_path(to_pixels(layout.arms, tile, layout.end))
+                if path is None:
+                    assert d[i] == math.inf and w[i].nonzero().flatten().tolist() == [NO_WAY]
+                    continue
+                assert d[i] == len(path) and w[i, path[0]]  # BFS's own first move is one of the ways
+                for m in DIRECTIONS:  # and every way is a move through a passage to a tile one nearer
+                    if w[i, m]:
+                        step = (tile[0] + STEP[m][0], tile[1] + STEP[m][1])
+                        rest = shortest_path(to_pixels(layout.arms, step, layout.end)) if step != layout.end else []
+                        assert exits(layout.arms)[(*tile, DIRECTIONS.index(m))] and len(rest) == len(path) - 1
+                assert not w[i, [STOP, START, NO_WAY]].any()
+    assert (ways_to_end(torch.from_numpy(np.stack(mazes[:30])))[1] < math.inf).sum() > 30 * 5  # not all walls
+
+
+def test_the_search_preset_adds_a_way_head_bounded_states_and_a_window_and_nothing_else():
+    from toylib.maze.dataset import tile_grid, walk_tiles, ways_to_end
+    from toylib.maze.net import SEARCH, maze_loss
+
+    assert build_model(MazeConfig()).way_head is None  # the chapter's model: the same weights as before
+    assert count_parameters(build_model(SEARCH)) == count_parameters(build_model(MazeConfig())) + 33 * 7
+    torch.manual_seed(0)
+    model = build_model(dataclasses.replace(SEARCH, squash=0.5)).eval()
+    for p in model.step.parameters():  # large weights, so that an unbounded state would grow past the bound
+        nn.init.normal_(p, std=3.0)
+    seen = []
+    model.ln_memory.register_forward_pre_hook(lambda m, args: seen.append(args[0]))
+    mazes = make_mazes(4, size=6, seed=3)
+    pixels = torch.from_numpy(mazes.mazes)
+    moves = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)
+    with torch.no_grad():
+        _, patterns = model(pixels, moves)
+    assert seen[-1].abs().max() <= 0.5  # every state number within +-squash after the last pass
+    # the window: the decoder reads no tile more than `radius` tiles from the walker in rows or columns
+    here = walk_tiles(moves, start_tiles(pixels), (6, 6))  # (batch, T, 2)
+    far = (tile_grid((6, 6)) - here[:, :, None]).abs().amax(-1) > SEARCH.radius  # (batch, T, tiles)
+    cross = patterns.cross  # (batch, layer, head, T, tiles)
+    assert far.any() and (cross.permute(1, 2, 0, 3, 4)[:, :, far] == 0).all()
+    assert (build_model(MazeConfig())(pixels, moves)[1].cross.permute(1, 2, 0, 3, 4)[:, :, far] > 0).all()
+    # the second loss: every tile's way, through the way head
+    loss, metrics = maze_loss(model.train(), (pixels, solution_tensor(mazes.solutions)), iterations=40)
+    loss.backward()
+    assert metrics["way_loss"] > 0 and model.way_head.weight.grad.abs().sum() > 0
+    assert ways_to_end(pixels)[0].any(-1).all()  # every tile has a class to learn
+    with pytest.raises(ValueError, match="post's has none"):
+        MazeConfig(model="post", d_model=32, embed=True, window=True)
+    with pytest.raises(ValueError, match=">= 0"):
+        MazeConfig(squash=-1.0)

@@ -1,6 +1,6 @@
 """The maze data: keys to find a maze twice, `MazeSet`, the deduplicated splits (those of a
-config: `for_config`) and the mazes beyond them, and the tensor views the models read (tiles,
-connections, walks, solutions)."""
+config: `for_config`) and the mazes beyond them, the tensor views the models read (tiles,
+connections, walks, solutions), and every tile's way to the end (`ways_to_end`, BFS in tensors)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import numpy as np
 import torch
 
 from toylib.draws import budget, distinct, stream
-from toylib.maze.world import (CENTRE, DOWN, LEFT, MOVE_NAMES, RIGHT, START, START_MARK, STEP, TILE, UP, Sample,
+from toylib.maze.world import (CENTRE, DIRECTIONS, DOWN, END_MARK, LEFT, MOVE_NAMES, RIGHT, START, START_MARK, STEP,
+                               STOP, TILE, UP, Sample,
                                _check_lengths, check_pixels, exits, grid_shape, random_maze, spanning_tree_maze)
 
 if TYPE_CHECKING:  # net.py builds on this module, so the config is only named here
@@ -173,6 +174,44 @@ def invalid_last_move(moves: torch.Tensor, start: torch.Tensor, exits_: torch.Te
     rows = torch.arange(len(moves), device=moves.device)
     through = exits_[rows, r, c, (last - 1).clamp(0, 3)]  # (batch,) the arm the move would take
     return (last == START) | ((last >= UP) & (last <= LEFT) & ~through)
+
+
+NO_WAY = N_MOVES  # `ways_to_end`'s class of a tile from which the end cannot be reached
+
+
+def ways_to_end(pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Breadth-first search from the end of each maze to every tile, in tensors: (ways (batch,
+    tiles, N_MOVES + 1) bool, distance (batch, tiles) float). ways[b, i, m] says that move m
+    (UP, RIGHT, DOWN or LEFT) from tile i starts a shortest path to the end; STOP is the way
+    on the end tile, and NO_WAY on a tile the end cannot be reached from. distance is the
+    number of moves of those shortest paths, inf where there is none. Tiles row by row.
+
+    A tile's distance is one more than its nearest connected neighbour's: one sweep per
+    ring of tiles, until nothing changes (at most one sweep per tile)."""
+    exits_ = connections(pixels)  # (batch, R, C, 4)
+    b, rows, cols, _ = exits_.shape
+    end = (tile_view(pixels) == END_MARK).flatten(3).any(-1)  # (batch, R, C)
+    far = float(rows * cols)  # more moves than any path has: "not reached (yet)"
+    distance = torch.where(end, 0.0, far)  # (batch, R, C)
+
+    def through_exits(d: torch.Tensor) -> torch.Tensor:  # (batch, R, C, 4): the neighbour's distance, or far
+        padded = torch.nn.functional.pad(d, (1, 1, 1, 1), value=far)
+        along = [padded[:, 1 + STEP[m][0]: 1 + STEP[m][0] + rows, 1 + STEP[m][1]: 1 + STEP[m][1] + cols]
+                 for m in DIRECTIONS]
+        return torch.where(exits_, torch.stack(along, -1), far)
+
+    for _ in range(rows * cols):
+        nearer = torch.minimum(distance, through_exits(distance).amin(-1) + 1).clamp(max=far)
+        if torch.equal(nearer, distance):
+            break
+        distance = nearer
+    reached = distance < far  # (batch, R, C)
+    moves = (through_exits(distance) == (distance - 1)[..., None]) & reached[..., None]  # (batch, R, C, 4)
+    ways = torch.zeros(b, rows, cols, N_MOVES + 1, dtype=torch.bool, device=pixels.device)
+    ways[..., list(DIRECTIONS)] = moves
+    ways[..., STOP] = end
+    ways[..., NO_WAY] = ~reached
+    return ways.flatten(1, 2), torch.where(reached, distance, torch.inf).flatten(1)
 
 
 def solution_tensor(solutions: Sequence[Sequence[int]]) -> torch.Tensor:
