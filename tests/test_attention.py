@@ -240,6 +240,24 @@ def test_encoder_decoder_shapes_and_forward_is_encode_then_decode():
     assert torch.equal(patterns.cross, cross_patterns)
 
 
+def test_extending_a_decoder_a_position_at_a_time_gives_what_forward_gives():
+    model = _seq2seq()
+    src, tgt = torch.randn(2, 6, 16), torch.randn(2, 5, 16)
+    memory, _ = model.encode(src)
+    bias = torch.randn(2, 4, 5, 6)  # a cross-attention bias per target position, as the maze's walker has
+    x, self_patterns, cross_patterns = model.decoder(tgt, memory, bias)
+    past, outs = None, []
+    for t in range(5):
+        out, sp, cp, past = model.decoder.extend(tgt[:, t : t + 1], memory, past, bias[:, :, t : t + 1])
+        torch.testing.assert_close(sp[..., 0, :], self_patterns[..., t, : t + 1])
+        torch.testing.assert_close(cp[..., 0, :], cross_patterns[..., t, :])
+        outs.append(out)
+    torch.testing.assert_close(torch.cat(outs, 1), x)
+    assert past[0].k.shape == (2, 4, 5, 4)  # (batch, head, positions so far, d_head), one per layer
+    with pytest.raises(ValueError, match="1 layers for a decoder of 3"):
+        model.decoder.extend(tgt[:, :1], memory, past[:1])
+
+
 def test_encoder_decoder_decodes_causally_and_reads_the_memory():
     model = _seq2seq()
     src, tgt = torch.randn(1, 6, 16), torch.randn(1, 5, 16)

@@ -867,3 +867,52 @@ def test_the_search_preset_adds_a_way_head_bounded_states_and_a_window_and_nothi
         MazeConfig(model="post", d_model=32, embed=True, window=True)
     with pytest.raises(ValueError, match=">= 0"):
         MazeConfig(squash=-1.0)
+
+
+def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled(monkeypatch):
+    from toylib.decode import greedy_decode
+    from toylib.maze import net
+    from toylib.maze.net import SEARCH, _greedy
+
+    mazes = make_mazes(6, size=6, seed=3)
+    pixels = torch.from_numpy(mazes.mazes)
+    moves = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)  # (6, T)
+    torch.manual_seed(0)
+    for config in (MazeConfig(), SEARCH):
+        model = build_model(config).eval()
+        with torch.no_grad():
+            memory = model.encode(pixels, keep=False)
+            whole = model.decode(moves, memory)[0]  # (6, T, N_MOVES)
+            past = None
+            for t in range(1, moves.shape[1] + 1):  # the decoder's keys and values carried from move to move
+                logits, past = model.decode_next(moves[:, :t], memory, past)
+                torch.testing.assert_close(logits, whole[:, t - 1])
+            with pytest.raises(ValueError, match="every move but the last"):
+                model.decode_next(moves, memory, past)
+            # solving with them walks where decoding every walk afresh at every step walks
+            solved = _greedy(model, pixels, None, memory)
+            again = greedy_decode(lambda t: model.decode(t, memory)[0][:, -1], moves[:, :1], max_len=37, stop=STOP,
+                                  done=lambda t: invalid_last_move(t, memory.start, connections(pixels)))
+            assert all(row[row != PAD].tolist() == again.tokens[i, : again.lengths[i]].tolist()
+                       for i, row in enumerate(solved))
+    # passes: the chapter's model runs one per tile; a bounded one, until a pass changes no state
+    # number by more than SETTLED, at most tiles + extra_passes
+    passes = lambda m: m.encode(pixels).patterns.shape[1]  # noqa: E731
+    assert passes(build_model(MazeConfig()).eval()) == 36
+    bounded = build_model(SEARCH).eval()
+    assert passes(bounded) == 36 + SEARCH.extra_passes  # random weights never settle
+    for p in (*bounded.step.attn.W_O.parameters(), *bounded.step.mlp[-2].parameters()):
+        nn.init.zeros_(p)  # a pass that adds nothing: settled after the first
+    assert passes(bounded) == 1 and bounded.encode(pixels, iterations=5).patterns.shape[1] == 5
+    # each maze stops on its own: its answer does not depend on the mazes batched with it
+    monkeypatch.setattr(net, "SETTLED", 0.3)  # random weights settle this far at different passes
+    torch.manual_seed(0)
+    bounded = build_model(SEARCH).eval()
+    with torch.no_grad():
+        alone = [bounded.encode(pixels[i : i + 1]) for i in range(6)]
+        together = bounded.encode(pixels)
+    counts = [m.patterns.shape[1] for m in alone]
+    assert len(set(counts)) > 1 and together.patterns.shape[1] == max(counts)
+    for i, m in enumerate(alone):
+        torch.testing.assert_close(together.states[i], m.states[0])
+        assert (together.patterns[i, counts[i]:] == 0).all()  # passes it did not run
