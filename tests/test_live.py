@@ -302,7 +302,8 @@ def _maze_model(data: dict) -> torch.nn.Module:
 
     return load_weights(maze_net.MazeNet(maze_net.MazeConfig(
         d_model=data["d_model"], n_heads=data["n_heads"], n_decoder_layers=data["n_decoder_layers"],
-        radius=data["radius"])), data)
+        radius=data["radius"], squash=data.get("squash", 0.0), window=data.get("window", False),
+        extra_passes=data.get("extra_passes", 0))), data)
 
 
 def _as_maze(layout) -> dict:
@@ -337,6 +338,33 @@ def test_the_maze_page_walks_as_the_trained_model_and_bfs_do(tmp_path):
         assert [maze_world.START, *moves] == maze_net.solve_greedy(model, pixels)
         assert (bfs is None) == (maze_world.shortest_path(pixels) is None)
         assert bfs is None or maze_world.check_solution(pixels, [maze_world.START, *bfs, maze_world.STOP]).optimal
+
+
+@needs_node
+def test_the_maze_page_runs_the_search_preset_s_bound_window_and_settling_as_pytorch_does(tmp_path, monkeypatch):
+    from toylib.maze import look as maze_look
+    from toylib.maze import net as maze_net
+    from toylib.maze import world as maze_world
+
+    monkeypatch.setattr(maze_net, "SETTLED", 0.3)  # random weights settle this far, maze by maze
+    monkeypatch.setattr(maze_look, "SETTLED", 0.3)
+    torch.manual_seed(0)
+    model = maze_net.build_model(maze_net.SEARCH).eval()
+    data = json.loads(json.dumps(maze_look.live_board(model).data, default=live._plain))
+    assert (data["squash"], data["window"], data["settled"]) == (3.0, True, 0.3)
+    rng = np.random.default_rng(5)
+    mazes = [maze_world.random_maze(rng, 6).maze for _ in range(20)] + [maze_world.spanning_tree_maze(rng, 7).maze
+                                                                         for _ in range(10)]
+    got = node("const M = require(toylib + '/maze/live.js'); const m = job.model; m.weights = ToyNN.load(m.weights);"
+               "result = job.mazes.map(z => { const memory = M.encode(m, z);"
+               " return [Array.from(M.decode(m, memory, [M.START, 2, 3]).logits), M.solve(m, z, memory)]; });",
+               {"model": data, "mazes": [_as_maze(maze_world.from_pixels(p)) for p in mazes]}, tmp_path)
+    for pixels, (logits, moves) in zip(mazes, got):
+        with torch.no_grad():
+            memory = model.encode(torch.from_numpy(pixels)[None], keep=False)
+            expected = model.decode(torch.tensor([[maze_world.START, 2, 3]]), memory)[0][0, -1]
+        assert (torch.tensor(logits) - expected).abs().max() < TOLERANCE
+        assert [maze_world.START, *moves] == maze_net.solve_greedy(model, pixels)
 
 
 def _sokoban_model(data: dict) -> torch.nn.Module:

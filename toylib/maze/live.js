@@ -65,9 +65,12 @@
   }
 
   // ------------------------------------------------------------------ the model (net.py)
-  // model: {weights (ToyNN.load), d_model, n_heads, n_decoder_layers, radius}
+  // model: {weights (ToyNN.load), d_model, n_heads, n_decoder_layers, radius, and the search
+  // preset's squash, window, extra_passes and settled (absent or 0 in the chapter's model)}
   // The encoder: a token per tile from its pixels, then one block run once per tile, each
   // head reading the tile itself and its neighbour along DIRECTIONS[h % 4] where they connect.
+  // With squash, every state number is bounded after each pass, and without a given count
+  // the passes stop once one moves no number by more than `settled`.
   function encode(model, m, iterations) {
     const w = model.weights, d = model.d_model, H = model.n_heads, dh = d / H, n = m.rows * m.cols, ex = exits(m);
     const onehot = new Float64Array(n * TILE * TILE * 4);
@@ -84,7 +87,8 @@
     }));
     const look = w["look"].data, L = (name) => w["step." + name];
     let x = new Float64Array(n * d);
-    for (let it = 0; it < (iterations || n); it++) {
+    const squash = model.squash || 0, settle = !iterations && squash > 0;
+    for (let it = 0; it < (iterations || n + (model.extra_passes || 0)); it++) {
       const y = x.map((v, i) => v + tile[i]);
       const h0 = nn.layerNorm(y, n, d, L("ln_attn.weight"), L("ln_attn.bias"));
       const q = nn.linear(h0, n, L("attn.W_Q.weight"), L("attn.W_Q.bias"));
@@ -104,7 +108,13 @@
       const y1 = y.map((val, i) => val + attn[i]);
       const hidden = nn.linear(nn.layerNorm(y1, n, d, L("ln_mlp.weight"), L("ln_mlp.bias")), n, L("mlp.0.weight"), L("mlp.0.bias")).map(nn.gelu);
       const mlp = nn.linear(hidden, n, L("mlp.2.weight"), L("mlp.2.bias"));
-      x = y1.map((val, i) => val + mlp[i] - tile[i]); // "recall": the tile is added afresh each pass
+      // "recall": the tile is added afresh each pass
+      let next = y1.map((val, i) => val + mlp[i] - tile[i]);
+      if (squash) next = next.map((val) => squash * Math.tanh(val / squash));
+      let moved = 0;
+      for (let i = 0; i < n * d; i++) moved = Math.max(moved, Math.abs(next[i] - x[i]));
+      x = next;
+      if (settle && moved <= model.settled) break;
     }
     return { states: nn.layerNorm(x, n, d, w["ln_memory.weight"], w["ln_memory.bias"]), rows: m.rows, cols: m.cols, start: m.start };
   }
@@ -122,8 +132,9 @@
       here.push([r, c]);
     }
     const cross = (h, i, j) => {
-      const dr = Math.min(Math.max(Math.floor(j / memory.cols) - here[i][0], -R), R) + R;
-      const dc = Math.min(Math.max((j % memory.cols) - here[i][1], -R), R) + R;
+      const rows = Math.floor(j / memory.cols) - here[i][0], cols = (j % memory.cols) - here[i][1];
+      if (model.window && Math.max(Math.abs(rows), Math.abs(cols)) > R) return -Infinity; // outside the window
+      const dr = Math.min(Math.max(rows, -R), R) + R, dc = Math.min(Math.max(cols, -R), R) + R;
       return ob[h * width * width + dr * width + dc];
     };
     let x = new Float64Array(T * d);
