@@ -66,11 +66,12 @@
 
   // ------------------------------------------------------------------ the model (net.py)
   // model: {weights (ToyNN.load), d_model, n_heads, n_decoder_layers, radius, and the search
-  // preset's squash, window, extra_passes and settled (absent or 0 in the chapter's model)}
+  // preset's squash, window, extra_passes, settled and quiet (absent or 0 in the chapter's model)}
   // The encoder: a token per tile from its pixels, then one block run once per tile, each
   // head reading the tile itself and its neighbour along DIRECTIONS[h % 4] where they connect.
   // With squash, every state number is bounded after each pass, and without a given count
-  // the passes stop once one moves no number by more than `settled`.
+  // the passes stop once one moves no number by more than `settled`, or once the way head
+  // (if the weights have one) has named the same way on every tile for `quiet` passes.
   function encode(model, m, iterations) {
     const w = model.weights, d = model.d_model, H = model.n_heads, dh = d / H, n = m.rows * m.cols, ex = exits(m);
     const onehot = new Float64Array(n * TILE * TILE * 4);
@@ -87,7 +88,9 @@
     }));
     const look = w["look"].data, L = (name) => w["step." + name];
     let x = new Float64Array(n * d);
-    const squash = model.squash || 0, settle = !iterations && squash > 0;
+    const squash = model.squash || 0, settle = !iterations && squash > 0, head = w["way_head.weight"];
+    const ln = (y) => nn.layerNorm(y, n, d, w["ln_memory.weight"], w["ln_memory.bias"]);
+    let ways = null, quiet = 0; // each tile's way to the end (the way head's), and passes it has held
     for (let it = 0; it < (iterations || n + (model.extra_passes || 0)); it++) {
       const y = x.map((v, i) => v + tile[i]);
       const h0 = nn.layerNorm(y, n, d, L("ln_attn.weight"), L("ln_attn.bias"));
@@ -114,9 +117,15 @@
       let moved = 0;
       for (let i = 0; i < n * d; i++) moved = Math.max(moved, Math.abs(next[i] - x[i]));
       x = next;
-      if (settle && moved <= model.settled) break;
+      if (settle && head) {
+        const logits = nn.linear(ln(x), n, head, w["way_head.bias"]), k = logits.length / n;
+        const now = [...Array(n)].map((_, t) => nn.argmax(Array.from(logits.subarray(t * k, (t + 1) * k))));
+        quiet = ways && now.every((v, t) => v === ways[t]) ? quiet + 1 : 0;
+        ways = now;
+      }
+      if (settle && (moved <= model.settled || quiet >= model.quiet)) break;
     }
-    return { states: nn.layerNorm(x, n, d, w["ln_memory.weight"], w["ln_memory.bias"]), rows: m.rows, cols: m.cols, start: m.start };
+    return { states: ln(x), rows: m.rows, cols: m.cols, start: m.start };
   }
 
   // the decoder: the logits (6,) of the move after the tokens so far (START, moves...), and

@@ -29,7 +29,8 @@ from toylib.train import Callback, History, TrainOptions, fit, minibatches, stop
 
 MODELS = ("looped", "post")
 DENSE_TILES = 25  # MazeNet: mazes of at most this many tiles run their encoder as masked dense attention
-SETTLED = 1e-3  # MazeNet with `squash`: solving stops passing once no state number moves further in a pass
+SETTLED = 1e-3  # MazeNet with `squash`: solving stops passing once no state number moves further in a pass,
+QUIET = 10  # or, with a way head, once no tile's way to the end has changed for this many passes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,10 +242,13 @@ class MazeNet(MazeModel):
         x, patterns = torch.zeros_like(tile), []
         squash = self.config.squash
         # bounded states settle: without a count, a maze stops passing once a
-        # pass moves none of its state numbers by more than SETTLED, and only
-        # the mazes still moving pay for a pass (at most tiles + extra_passes)
+        # pass moves none of its state numbers by more than SETTLED or, with a
+        # way head, once no tile's way has changed for QUIET passes; only the
+        # mazes still moving pay for a pass (at most tiles + extra_passes)
         settle = iterations is None and squash > 0
-        live = torch.arange(b) if settle else slice(None)  # mazes passing
+        live = torch.arange(b, device=x.device) if settle else slice(None)
+        ways = torch.full((b, rows * cols), -1, device=x.device)  # b, tiles
+        quiet = torch.zeros(b, dtype=torch.long, device=x.device)  # passes
         for _ in range(iterations or rows * cols + self.config.extra_passes):
             # every iteration sees the tile afresh beside what it has learned
             # so far ("recall"): many updates never dilute the tile's pixels
@@ -270,8 +274,13 @@ class MazeNet(MazeModel):
                 x = y  # (batch, tiles, d)
                 continue
             x = x.index_copy(0, live, y)
-            moved = (y - x_live).abs().flatten(1).amax(1)  # (live,)
-            live = live[moved > SETTLED]
+            still = (y - x_live).abs().flatten(1).amax(1) <= SETTLED  # (live,)
+            if self.way_head is not None:  # each tile's way to the end, so far
+                way = self.way_head(self.ln_memory(y)).argmax(-1)  # live, tiles
+                quiet[live] = (quiet[live] + 1) * (way == ways[live]).all(1)
+                ways[live] = way
+                still |= quiet[live] >= QUIET
+            live = live[~still]
             if not len(live):
                 break
         kept = torch.stack(patterns, 1) if keep else None
