@@ -869,6 +869,33 @@ def test_the_search_preset_adds_a_way_head_bounded_states_and_a_window_and_nothi
         MazeConfig(squash=-1.0)
 
 
+def test_a_model_with_a_way_head_moves_by_the_way_its_search_found_on_the_walker_s_tile():
+    from toylib.maze.dataset import N_MOVES, walk_tiles
+    from toylib.maze.net import SEARCH
+
+    mazes = make_mazes(5, size=6, seed=4)
+    pixels = torch.from_numpy(mazes.mazes)
+    moves = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)  # (5, T)
+    torch.manual_seed(1)
+    model = build_model(SEARCH).eval()
+    with torch.no_grad():
+        memory = model.encode(pixels, keep=False)
+        logits = model.decode(moves, memory)[0]  # (5, T, N_MOVES)
+        head, model.way_head = model.way_head, None
+        alone = model.decode(moves, memory)[0]  # the decoder's own logits
+        model.way_head = head
+        here = walk_tiles(moves, memory.start, (6, 6))  # (5, T, 2)
+        ways = torch.log_softmax(head(memory.states), -1)  # (5, tiles, N_MOVES + 1)
+        for i in range(len(moves)):  # each move adds the way of the tile the walker stands on, and no other
+            tile = here[i, :, 0] * 6 + here[i, :, 1]
+            torch.testing.assert_close(logits[i] - alone[i], ways[i, tile, :N_MOVES])
+        # a way head certain of one move everywhere outvotes the decoder: the walk goes that way
+        nn.init.zeros_(head.weight)
+        with torch.no_grad():
+            head.bias.copy_(torch.tensor([0.0, 0.0, 0.0, 50.0, 0.0, 0.0, 0.0]))  # DOWN
+        assert (model.decode(moves, memory)[0].argmax(-1) == DOWN).all()
+
+
 def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled(monkeypatch):
     from toylib.decode import greedy_decode
     from toylib.maze import net

@@ -164,7 +164,14 @@
       pattern = [...Array(H)].map((_, h) => a.pattern.slice(h * T * n + (T - 1) * n, h * T * n + T * n));
     }
     const last = nn.layerNorm(x.subarray((T - 1) * d), 1, d, w["decoder.ln_final.weight"], w["decoder.ln_final.bias"]);
-    return { logits: nn.linear(last, 1, w["unembed.weight"], w["unembed.bias"]), pattern };
+    const logits = nn.linear(last, 1, w["unembed.weight"], w["unembed.bias"]);
+    if (w["way_head.weight"]) { // MazeNet.read_way: plus the way head's log-probabilities on the walker's tile
+      const t = here[T - 1][0] * memory.cols + here[T - 1][1];
+      const way = nn.linear(memory.states.subarray(t * d, (t + 1) * d), 1, w["way_head.weight"], w["way_head.bias"]);
+      const top = Math.max(...way), norm = top + Math.log(way.reduce((s, v) => s + Math.exp(v - top), 0));
+      for (let i = 0; i < logits.length; i++) logits[i] += way[i] - norm;
+    }
+    return { logits, pattern };
   }
 
   // net._greedy: START, then the likeliest move, until STOP, a move the maze does not allow
