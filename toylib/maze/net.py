@@ -105,8 +105,8 @@ class MazeConfig:
 # 32x32 of the post's, and 30 32x32 with no loops (paths up to 438 moves). Seed 5 walked one
 # 16x16 maze the long way round, seed 9 three of the 32x32 ones with no loops, and seed 3
 # failed one 8x8 and one 32x32 maze.
-SEARCH = MazeConfig(ways=1.0, squash=3.0, window=True, extra_passes=10, lr=3e-3, steps=900, stop_at=None,
-                   eval_every=900)
+SEARCH = MazeConfig(ways=1.0, squash=3.0, window=True, extra_passes=10, lr=3e-3, steps=1100, stop_at=None,
+                   eval_every=1100)
 
 
 # ----------------------------------------------------------------------------- the models
