@@ -947,3 +947,21 @@ def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled
     for i, m in enumerate(alone):
         torch.testing.assert_close(together.states[i], m.states[0])
         assert (together.patterns[i, counts[i]:] == 0).all()  # passes it did not run
+
+
+def test_a_model_that_searches_is_held_to_the_far_mazes_solved_and_by_a_shortest_path():
+    def scores(n, solved, shortest):
+        return net.Scores(n, solved, shortest, 1.0, ())
+
+    test = scores(1000, 1.0, 1.0)
+    beyond = {"7x7": scores(500, 0.96, 0.95), "8x8": scores(500, 0.5, 0.5),
+              "16x16": scores(200, 1.0, 0.995), "32x32 with no loops (spanning trees)": scores(100, 1.0, 0.98)}
+    plain = {t.measure: t for t in measure.maze_targets(test, 60.0, beyond)}
+    searching = {t.measure: t for t in measure.maze_targets(test, 60.0, beyond, search=True)}
+    far = "solved, 100 mazes 32x32 with no loops (spanning trees) (trained on 5x5)"
+    assert plain[far].met is None and plain["solved, 200 mazes 16x16 (trained on 5x5)"].met is None
+    assert searching["solved, 200 mazes 16x16 (trained on 5x5)"].met is True  # 99.5 % by a shortest path
+    assert searching[far].met is False and searching[far].goal == ">= 99 %, both"  # solved, but 98 % shortest
+    assert searching["solved, 500 mazes 8x8 (trained on 5x5)"].met is None  # the post's 8x8: reported, no goal
+    assert searching["solved, 500 mazes 7x7 (trained on 5x5)"].met is True  # the chapter's own goal, >= 95 %
+    assert set(measure.FAR) <= set(measure.FAR_GOAL)
