@@ -346,15 +346,28 @@ def test_the_maze_page_runs_the_search_preset_s_bound_window_and_settling_as_pyt
     from toylib.maze import net as maze_net
     from toylib.maze import world as maze_world
 
-    monkeypatch.setattr(maze_net, "SETTLED", 0.3)  # random weights settle this far, maze by maze
-    monkeypatch.setattr(maze_look, "SETTLED", 0.3)
+    # random weights settle this far, maze by maze; and at this STILL some of their tiles come to
+    # rest while others move, as a trained model's do at net.py's
+    rules = {"SETTLED": 0.3, "STILL": 0.3}
+    for name, value in rules.items():
+        monkeypatch.setattr(maze_net, name, value)
+        monkeypatch.setattr(maze_look, name, value)
     torch.manual_seed(0)
     model = maze_net.build_model(maze_net.SEARCH).eval()
     data = json.loads(json.dumps(maze_look.live_board(model).data, default=live._plain))
-    assert (data["squash"], data["window"], data["settled"]) == (3.0, True, 0.3)
+    assert (data["squash"], data["window"], data["settled"], data["still"]) == (3.0, True, 0.3, 0.3)
     rng = np.random.default_rng(5)
     mazes = [maze_world.random_maze(rng, 6).maze for _ in range(20)] + [maze_world.spanning_tree_maze(rng, 7).maze
                                                                          for _ in range(10)]
+
+    def states(p):
+        with torch.no_grad():
+            return model.encode(torch.from_numpy(p)[None], keep=False).states
+
+    ruled = [states(p) for p in mazes]
+    monkeypatch.setattr(maze_net, "STILL", -1.0)  # every tile takes every pass
+    assert sum(not torch.equal(a, states(p)) for a, p in zip(ruled, mazes)) >= 20  # the rule is at work here
+    monkeypatch.setattr(maze_net, "STILL", rules["STILL"])
     got = node("const M = require(toylib + '/maze/live.js'); const m = job.model; m.weights = ToyNN.load(m.weights);"
                "result = job.mazes.map(z => { const memory = M.encode(m, z);"
                " return [Array.from(M.decode(m, memory, [M.START, 2, 3]).logits), M.solve(m, z, memory)]; });",

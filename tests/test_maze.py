@@ -5,6 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from toylib import cli
@@ -18,6 +19,7 @@ from toylib.maze.dataset import (
     maze_key,
     solution_tensor,
     start_tiles,
+    tile_view,
 )
 from toylib.maze.net import (MazeConfig, MazeModel, MazeNet, Memory, build_model, score, solve_greedy, token_accuracy,
                              train)
@@ -947,6 +949,38 @@ def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled
     for i, m in enumerate(alone):
         torch.testing.assert_close(together.states[i], m.states[0])
         assert (together.patterns[i, counts[i]:] == 0).all()  # passes it did not run
+
+
+def test_a_searching_encoder_moves_a_tile_only_while_it_or_a_neighbour_moved(monkeypatch):
+    from toylib.maze import net
+
+    torch.manual_seed(0)
+    model = build_model(net.SEARCH).eval()
+    pixels = torch.from_numpy(make_mazes(4, size=7, seed=2, kind="tree").mazes)
+
+    def passes(one):  # (passes, tiles, d): the states entering each pass
+        seen = []  # each pass's input: the states so far plus the tiles' own tokens
+        hook = model.step.register_forward_pre_hook(lambda m, args: seen.append(args[0][0]))
+        with torch.no_grad():
+            tiles = model.tile_embed(F.one_hot(tile_view(one[None]).long(), 4).flatten(3).float()).flatten(1, 2)[0]
+            model.encode(one[None], keep=False)
+        hook.remove()
+        return torch.stack(seen) - tiles
+
+    # random weights' states move by 0.4 to 1 a pass at first, then less: at this scale some
+    # tiles come to rest while others move, as a trained model's do at net.py's STILL
+    monkeypatch.setattr(net, "STILL", 0.3)
+    for one in pixels:
+        moved = (passes(one).diff(dim=0)).abs().amax(-1)  # (passes - 1, tiles)
+        beside, border = model.borders(connections(one[None]))  # (4, tiles), (1, 4, tiles)
+        woke = moved[:-1] > net.STILL  # (passes - 2, tiles): moved in the pass before
+        woken = woke | (border & woke[:, beside]).any(1)
+        assert (moved[1:][~woken] == 0).all()  # where nothing moved, nothing moves
+        assert (~woken).sum() >= 10 and (moved[1:][woken] > 0).any()
+    monkeypatch.setattr(net, "STILL", -1.0)  # every tile takes every pass: the states end elsewhere
+    free = [passes(one)[-1] for one in pixels]
+    monkeypatch.setattr(net, "STILL", 0.3)
+    assert all(not torch.equal(a, passes(one)[-1]) for a, one in zip(free, pixels))
 
 
 def test_a_model_that_searches_is_held_to_the_far_mazes_solved_and_by_a_shortest_path():

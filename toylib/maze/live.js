@@ -66,12 +66,15 @@
 
   // ------------------------------------------------------------------ the model (net.py)
   // model: {weights (ToyNN.load), d_model, n_heads, n_decoder_layers, radius, and the search
-  // preset's squash, window, extra_passes, settled and quiet (absent or 0 in the chapter's model)}
+  // preset's squash, window, extra_passes, settled, quiet and still (absent or 0 in the chapter's
+  // model)}
   // The encoder: a token per tile from its pixels, then one block run once per tile, each
   // head reading the tile itself and its neighbour along DIRECTIONS[h % 4] where they connect.
   // With squash, every state number is bounded after each pass, and without a given count
   // the passes stop once one moves no number by more than `settled`, or once the way head
-  // (if the weights have one) has named the same way on every tile for `quiet` passes.
+  // (if the weights have one) has named the same way on every tile for `quiet` passes. With a
+  // way head, a tile takes a pass only while it or a neighbour it connects to moved by more
+  // than `still` in the pass before (net.py's STILL): where nothing moves, states stay put.
   function encode(model, m, iterations) {
     const w = model.weights, d = model.d_model, H = model.n_heads, dh = d / H, n = m.rows * m.cols, ex = exits(m);
     const onehot = new Float64Array(n * TILE * TILE * 4);
@@ -91,6 +94,8 @@
     const squash = model.squash || 0, settle = !iterations && squash > 0, head = w["way_head.weight"];
     const ln = (y) => nn.layerNorm(y, n, d, w["ln_memory.weight"], w["ln_memory.bias"]);
     let ways = null, quiet = 0; // each tile's way to the end (the way head's), and passes it has held
+    const search = settle && head; // how far each tile's state moved in the last pass
+    let moved = new Float64Array(n).fill(Infinity);
     for (let it = 0; it < (iterations || n + (model.extra_passes || 0)); it++) {
       const y = x.map((v, i) => v + tile[i]);
       const h0 = nn.layerNorm(y, n, d, L("ln_attn.weight"), L("ln_attn.bias"));
@@ -114,8 +119,23 @@
       // "recall": the tile is added afresh each pass
       let next = y1.map((val, i) => val + mlp[i] - tile[i]);
       if (squash) next = next.map((val) => squash * Math.tanh(val / squash));
-      let moved = 0;
-      for (let i = 0; i < n * d; i++) moved = Math.max(moved, Math.abs(next[i] - x[i]));
+      if (search) {
+        const woke = (t) => moved[t] > model.still;
+        const woken = [...Array(n)].map((_, t) => {
+          const r = Math.floor(t / m.cols), c = t % m.cols;
+          return woke(t) || [0, 1, 2, 3].some((k) => ex[r][c][k] && woke((r + STEP[DIRECTIONS[k]][0]) * m.cols + c + STEP[DIRECTIONS[k]][1]));
+        });
+        moved = moved.map((_, t) => {
+          let most = 0;
+          for (let i = t * d; i < (t + 1) * d; i++) {
+            if (!woken[t]) next[i] = x[i];
+            most = Math.max(most, Math.abs(next[i] - x[i]));
+          }
+          return most;
+        });
+      }
+      let most = 0;
+      for (let i = 0; i < n * d; i++) most = Math.max(most, Math.abs(next[i] - x[i]));
       x = next;
       if (settle && head) {
         const logits = nn.linear(ln(x), n, head, w["way_head.bias"]), k = logits.length / n;
@@ -123,7 +143,7 @@
         quiet = ways && now.every((v, t) => v === ways[t]) ? quiet + 1 : 0;
         ways = now;
       }
-      if (settle && (moved <= model.settled || quiet >= model.quiet)) break;
+      if (settle && (most <= model.settled || quiet >= model.quiet)) break;
     }
     return { states: ln(x), rows: m.rows, cols: m.cols, start: m.start };
   }

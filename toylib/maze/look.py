@@ -18,7 +18,7 @@ from toylib.draws import stream
 from toylib.infer import infer, model_device
 from toylib.live import Live, weights
 from toylib.maze.dataset import PAD, MazeSet, solution_tensor, start_tiles, walk_tiles
-from toylib.maze.net import QUIET, SETTLED, MazeModel, MazeNet, Memory, _Run, solve_greedy
+from toylib.maze.net import QUIET, SETTLED, STILL, MazeModel, MazeNet, Memory, _Run, solve_greedy
 from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, MazeState, _walk,
                                check_pixels, exits, from_pixels, random_maze)
 from toylib.plot import DPI, LABEL_PT, animate
@@ -327,6 +327,6 @@ def live_board(model: MazeModel, maze=None, seed: int = 0):
     return Live("maze", "ToyMaze", {
         "weights": weights(model), "d_model": c.d_model, "n_heads": c.n_heads, "n_decoder_layers": c.n_decoder_layers,
         "radius": c.radius, "squash": c.squash, "window": c.window, "extra_passes": c.extra_passes,
-        "settled": SETTLED, "quiet": QUIET,
+        "settled": SETTLED, "quiet": QUIET, "still": STILL,
         "maze": {"rows": rows, "cols": cols, "arms": layout.arms.astype(bool), "start": list(layout.start),
                  "end": list(layout.end)}})
