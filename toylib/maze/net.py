@@ -32,13 +32,9 @@ DENSE_TILES = 25  # MazeNet: mazes of at most this many tiles run their encoder 
 SETTLED = 1e-3  # MazeNet with `squash`: solving stops passing once no state number moves further in a pass,
 QUIET = 10  # or, with a way head, once no tile's way to the end has changed for this many passes
 # MazeNet with a way head, solving: a tile takes a pass only while it or a neighbour it connects
-# to moved by more than STILL (any number of its state) in the pass before, so where nothing
-# moves, states stay exactly as they are. The news of the end arrives as a jump of about 2 to 4,
-# which wakes every tile it reaches. Without the rule, tiles the news had passed kept drifting
-# by 0.003 to 0.3 a pass until, hundreds of passes on, some of their ways flipped; and a patch
-# of tiles still waiting could wobble, 0.02 to 0.07 a pass, growing until it set off a false
-# wave of news (seed 0, AVX2 kernels: one 32x32 maze with no loops lost at STILL = 0.05; none at
-# 0.1 or 0.2). Training's mazes never show either: they need 35 passes at most
+# to moved by more than STILL in the pass before; the news of the end arrives as a jump of 2 to 4.
+# Without it, over a 32x32 maze's hundreds of passes settled states crept (0.003 to 0.3 a pass)
+# until ways flipped, and waiting ones wobbled (0.02 to 0.07) into false waves (see Results)
 STILL = 0.2
 
 
@@ -103,17 +99,12 @@ class MazeConfig:
 
 # The looped model taught to search (issue 26's lead, not yet the chapter's model): every tile's
 # state learns its way to the end (`ways`), and the walker's move adds the way of its tile
-# (`read_way`); the states stay bounded however many passes run (`squash`: unbounded, they
-# drifted, and the news of the end crept ever slower past about 80 tiles), and the decoder reads
-# only the tiles around the walker (`window`). It trains at half the chapter's learning rate (at
-# 6e-3 the validation score of some seeds collapsed mid-run) for every step, validated once at
-# the end: the 5x5 validation mazes are all solved long before the search carries far, so
-# stopping or choosing weights by them kept weaker searches. Trained so on the chapter's 5x5
-# mazes only (about 150 s on one thread: over the chapter's 2 minutes), it is held to issue 26's
-# mazes (`measure.FAR`); the Results page counts the seeds that hold. Solving, a tile's state
-# changes only while its neighbourhood moves (STILL): without that, over the hundreds of passes
-# of a 32x32 maze, settled and waiting states crept until some ways flipped, and 4 of 10 seeds
-# (AVX2 kernels) missed a 99 % goal.
+# (`read_way`); the states stay bounded however many passes run (`squash`: unbounded, the news
+# crept ever slower past about 80 tiles), and the decoder reads only the tiles around the walker
+# (`window`). It trains at half the chapter's learning rate (at 6e-3 some seeds collapsed) for
+# every step, validated once at the end (the 5x5 validation mazes are solved long before the
+# search carries far). Trained on 5x5 mazes only (about 150 s on one thread, over the chapter's
+# 2 minutes), it is held to issue 26's mazes (`measure.FAR`); Results counts the seeds that hold.
 SEARCH = MazeConfig(ways=1.0, squash=3.0, window=True, extra_passes=10, lr=3e-3, steps=1100, stop_at=None,
                    eval_every=1100)
 
@@ -224,12 +215,11 @@ class MazeNet(MazeModel):
         b, rows, cols, _ = exits_.shape
         heads = self.config.n_heads
         direction = torch.arange(heads, device=exits_.device) % 4  # (head,) the arm each head looks along
-        step = torch.tensor([STEP[m] for m in DIRECTIONS], device=exits_.device)[direction]  # (head, 2)
-        there = tile_grid((rows, cols), exits_.device) + step[:, None]  # (head, tiles, 2), perhaps off the grid
-        there = there[..., 0].clamp(0, rows - 1) * cols + there[..., 1].clamp(0, cols - 1)  # (head, tiles)
+        beside, border = self.borders(exits_)
+        # (head, tiles): the neighbour; (batch, head, tiles): connected?
+        there, along = beside[direction], border[:, direction]
         itself = torch.arange(rows * cols, device=exits_.device).expand(heads, -1)  # (head, tiles)
         keys = torch.stack((itself, there), -1)[None]  # (1, head, tiles, 2)
-        along = exits_.flatten(1, 2)[..., direction].transpose(1, 2)  # (batch, head, tiles): connected?
         look = self.look[None, :, None]  # (1, head, 1, 2)
         bias = torch.stack((look[..., 0].expand(b, -1, rows * cols),
                             torch.where(along, look[..., 1], -math.inf)), -1)  # (batch, head, tiles, 2)
@@ -539,9 +529,7 @@ def train(config: MazeConfig, data: dict[str, MazeSet] | None = None, device: to
             if config.ways:  # every tile is judged: the farthest one the end reaches must hear of it first
                 distance = ways_to_end(batch[0])[1]
                 longest = int(distance[distance < math.inf].max()) + 1
-            # up to extra_passes past the tiles. Capped at extra_passes past the farthest tile (a fifth less
-            # time), seeds 0 and 1 with AVX2 kernels solved 85 % and 3 % of 32x32 mazes with no loops: in seed
-            # 0's, tiles that were right went wrong again after 150 to 250 passes
+            # up to extra_passes past the tiles (capped past the farthest tile instead, see Results, it failed)
             iterations = int(torch.randint(longest, rows * cols + config.extra_passes + 1, (), generator=gen))
         return maze_loss(m, batch, iterations)
 
