@@ -32,7 +32,7 @@ DENSE_TILES = 25  # MazeNet: mazes of at most this many tiles run their encoder 
 SETTLED = 1e-3  # MazeNet with `squash`: solving stops passing once no state number moves further in a pass,
 QUIET = 10  # or, with a way head, once no tile's way to the end has changed for this many passes
 # MazeNet with a way head, solving: a tile takes a pass only while it or a neighbour it connects
-# to moved by more than STILL in the pass before; the news of the end arrives as a jump of 2 to 4.
+# to moved by more than STILL in the pass before; the news of the end arrives as a jump of about 2 to 4.
 # Without it, over a 32x32 maze's hundreds of passes settled states crept (0.003 to 0.3 a pass)
 # until ways flipped, and waiting ones wobbled (0.02 to 0.07) into false waves (see Results)
 STILL = 0.2
