@@ -13,7 +13,7 @@ from toylib.attention import (
     MultiHeadAttention,
     Seq2SeqPatterns,
     attention,
-    attention_over,
+    attention_beside,
     causal_mask,
     count_parameters,
     sinusoidal_positions,
@@ -293,20 +293,30 @@ def test_encoder_decoder_needs_a_layer_on_each_side():
         EncoderDecoder(2, 0, 16, 4, 32)
 
 
-def test_attention_over_listed_keys_is_attention_with_the_rest_masked():
+def test_attention_beside_is_attention_masked_to_the_query_and_one_key_per_head():
     torch.manual_seed(0)
-    q, k, v = torch.randn(2, 3, 6, 4), torch.randn(2, 3, 9, 4), torch.randn(2, 3, 9, 5)
-    keys = torch.stack([torch.randperm(9)[:3] for _ in range(3 * 6)]).view(1, 3, 6, 3)  # distinct per query
-    bias = torch.randn(2, 3, 6, 3).masked_fill(torch.rand(2, 3, 6, 3) < 0.3, -math.inf)
-    bias[0, 0, 0] = -math.inf  # a query that may read nothing reads zeros, as in `attention`
-    dense = torch.full((2, 3, 6, 9), -math.inf).scatter(-1, keys.expand(2, -1, -1, -1), bias)
-    out, pattern = attention_over(q, k, v, keys, bias)
-    want_out, want_pattern = (t.nan_to_num() for t in attention(q, k, v, dense))  # a float bias of -inf: NaN
+    q, k, v = torch.randn(2, 3, 6, 4), torch.randn(2, 3, 6, 4), torch.randn(2, 3, 6, 5)
+    offsets = (1, -2, 3)  # head 1 looks back; some keys beside fall off either end
+    bias = torch.randn(2, 3, 6, 2)
+    beside = torch.arange(6)[None, :] + torch.tensor(offsets)[:, None]  # (head, pos)
+    off = (beside < 0) | (beside >= 6)
+    bias[..., 1] = bias[..., 1].masked_fill(off | (torch.rand(2, 3, 6) < 0.3), -math.inf)
+    dense = torch.full((2, 3, 6, 6), -math.inf)
+    dense.scatter_(-1, beside.clamp(0, 5)[None, :, :, None].expand(2, -1, -1, -1), bias[..., 1:])
+    dense.scatter_(-1, torch.arange(6)[None, None, :, None].expand(2, 3, -1, -1), bias[..., :1])
+    out, pattern = attention_beside(q, k, v, offsets, bias)
+    want_out, want_pattern = attention(q, k, v, dense)
     torch.testing.assert_close(out, want_out)
-    torch.testing.assert_close(pattern, want_pattern.gather(-1, keys.expand(2, -1, -1, -1)) * (bias > -math.inf))
-    assert pattern[0, 0, 0].abs().sum() == 0 and out[0, 0, 0].abs().sum() == 0
-    with pytest.raises(ValueError, match="long positions"):
-        attention_over(q, k, v, keys.float(), bias)
+    torch.testing.assert_close(pattern[..., 0], want_pattern.diagonal(dim1=-2, dim2=-1))
+    assert torch.all(pattern[..., 1][bias[..., 1] == -math.inf] == 0)
+    allowed = torch.ones(2, 3, 6, 2, dtype=torch.bool)
+    allowed[..., 1] = bias[..., 1] > -math.inf  # a boolean mask reads as a bias of 0 or -inf
+    torch.testing.assert_close(attention_beside(q, k, v, offsets, allowed)[1],
+                               attention_beside(q, k, v, offsets, torch.where(allowed, 0.0, -math.inf))[1])
+    with pytest.raises(ValueError, match="one int per head"):
+        attention_beside(q, k, v, (1, 2), bias)
+    with pytest.raises(ValueError, match="one int per head"):
+        attention_beside(q, k, v, torch.tensor([1, 2, 3]), bias)
     causal = MultiHeadAttention(8, 2, causal=True)
     with pytest.raises(ValueError, match="causal"):
-        causal(torch.randn(1, 4, 8), keys=torch.zeros(1, 1, 4, 1, dtype=torch.long))
+        causal(torch.randn(1, 4, 8), offsets=(1, 1))

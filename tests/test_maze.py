@@ -745,26 +745,30 @@ def test_encoder_search_refuses_bad_input():
 
 
 def test_an_encoder_pass_reads_two_tiles_and_equals_attention_masked_to_the_corridors():
-    """The looped encoder lists two keys per head and tile (itself, its neighbour); that is the
-    same pass as attention over every tile with everything but those two masked out, at a
-    cost that grows with the tiles, not with their square."""
+    """Each head of the looped encoder reads two tokens (the tile, its neighbour along the
+    head's direction); that is the same pass as attention over every tile with everything
+    but those two masked out, at a cost that grows with the tiles, not with their square."""
     torch.manual_seed(0)
     model = MazeNet(MazeConfig())
     with torch.no_grad():
         model.look.copy_(torch.randn(4, 2))
     for size in (5, (6, 9)):
         pixels = torch.from_numpy(make_mazes(4, size=size, seed=3).mazes)
-        keys, bias = model.neighbours(connections(pixels))  # (1, head, tiles, 2), (batch, head, tiles, 2)
-        n = keys.shape[2]
+        exits_ = connections(pixels)
+        offsets, bias = model.neighbours(exits_)  # one per head, (batch, head, tiles, 2)
+        rows, cols = exits_.shape[1:3]
+        n = rows * cols
+        beside, border = model.borders(exits_)  # (4, tiles), (batch, 4, tiles)
+        assert offsets == tuple(int(beside[h, cols + 1] - (cols + 1)) for h in range(4))  # tile (1, 1)
         dense = torch.full((4, 4, n, n), -math.inf)
-        dense.scatter_(-1, keys[..., 1:].expand(4, -1, -1, -1), bias[..., 1:])  # the neighbour first: off the grid
-        dense.scatter_(-1, keys[..., :1].expand(4, -1, -1, -1), bias[..., :1])  # it is the tile itself again
-        x = torch.randn(4, n, 32)
-        sparse_out, sparse_pattern = model.step(x, bias, keys)
+        dense.scatter_(-1, beside[None, :, :, None].expand(4, -1, -1, -1), bias[..., 1:])  # neighbour first:
+        dense.scatter_(-1, torch.arange(n)[None, None, :, None].expand(4, 4, -1, -1), bias[..., :1])  # off the
+        x = torch.randn(4, n, 32)  # grid it is the tile itself again, which then wins
+        sparse_out, sparse_pattern = model.step(x, bias, offsets)
         dense_out, dense_pattern = model.step(x, dense)
         torch.testing.assert_close(sparse_out, dense_out)
-        torch.testing.assert_close(sparse_pattern, dense_pattern.gather(-1, keys.expand(4, -1, -1, -1))
-                                   * (bias > -math.inf))
+        torch.testing.assert_close(sparse_pattern[..., 0], dense_pattern.diagonal(dim1=-2, dim2=-1))
+        assert torch.equal(sparse_pattern[..., 1] > 0, border)  # the neighbour is read where it connects
 
 
 def test_spanning_tree_mazes_join_every_tile_by_one_path():

@@ -52,49 +52,44 @@ def attention(
     return pattern @ v, pattern
 
 
-def attention_over(
+def attention_beside(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
-    keys: torch.Tensor,
+    offsets: Sequence[int],
     mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """`attention` in which each query reads only the few keys listed for it, so that its
-    cost grows with the queries times the keys listed, not with queries times all keys: for
-    a model whose queries may look only at their neighbours (a maze's tiles), the same
-    output as `attention` with a mask that is False everywhere else.
+    """`attention` in which each query reads two keys only: its own position, and the one
+    `offsets[h]` positions further on (head h; negative offsets look back). For tokens laid
+    out row by row on a grid, an offset of 1 is the tile to the right and one of a row's
+    length the tile below, so each head reads one neighbour: a pass costs a few operations per
+    token, with no score for any other pair. The same output as `attention` with a mask that
+    is False everywhere but those two keys.
 
-    q: (..., query_pos, d_head), k and v: (..., key_pos, d_head).
-    keys: (..., query_pos, n_keys) long, broadcastable to q's leading dimensions: the key
-    positions each query reads (a position may be listed twice; mask one of them out).
-    mask, broadcastable to (..., query_pos, n_keys): as in `attention`, for the listed keys.
-    Returns (output (..., query_pos, d_head), pattern (..., query_pos, n_keys)): the
-    pattern is over the listed keys, in their order.
+    q, k: (..., head, pos, d_head), v: (..., head, pos, d_v); offsets: one int per head.
+    mask, broadcastable to (..., head, pos, 2): as in `attention`, over (the query's own
+    position, the one beside it); a query always reads at least its own position, so the
+    mask may rule out only the one beside it. A key beside that falls off either end reads
+    zeros: mask it.
+    Returns (output (..., head, pos, d_v), pattern (..., head, pos, 2)).
     """
-    if keys.dtype != torch.long or keys.dim() < 2:
-        raise ValueError(f"keys are (..., query_pos, n_keys) long positions, got {keys.dtype} of shape "
-                         f"{tuple(keys.shape)}")
-    lead, d = q.shape[:-2], k.shape[-1]
-    n_q, n_keys = q.shape[-2], keys.shape[-1]
-    n_k, dv = k.shape[-2], v.shape[-1]
-    # each listed key as a row of k and v flattened to (rows, d_head): picking rows by index_select
-    # costs a third of what gather does with an index expanded over d_head (a 32x32 maze's pass)
-    index = keys.expand(*lead, n_q, n_keys).reshape(-1, n_q * n_keys)  # (lead, query_pos * n_keys)
-    index = (index + n_k * torch.arange(len(index), device=index.device)[:, None]).flatten()
-    # (..., query_pos, n_keys, d_head): the listed keys and values of each query
-    k_listed = k.expand(*lead, n_k, d).reshape(-1, d).index_select(0, index).view(*lead, n_q, n_keys, d)
-    v_listed = v.expand(*lead, n_k, dv).reshape(-1, dv).index_select(0, index).view(*lead, n_q, n_keys, dv)
-    scores = torch.einsum("...qd,...qkd->...qk", q, k_listed) / math.sqrt(q.shape[-1])  # (..., query_pos, n_keys)
-    if mask is not None and mask.dtype != torch.bool:
-        scores, mask = scores + mask, None
+    heads, n = k.shape[-3], k.shape[-2]
+    if len(offsets) != heads or any(not isinstance(o, int) for o in offsets):
+        raise ValueError(f"offsets are one int per head ({heads}), got {offsets!r}")
+    reach = max(abs(o) for o in offsets)
+    # (..., head, pos, d): the key and value beside each query, sliced from padded copies
+    padded = [nn.functional.pad(t, (0, 0, reach, reach)) for t in (k, v)]
+    k_beside, v_beside = (torch.stack([t[..., h, reach + o: reach + o + n, :] for h, o in enumerate(offsets)], -3)
+                          for t in padded)
+    # over two keys the softmax is a sigmoid of the difference of their scores: a third of
+    # the operations, each over every token, of scoring both and normalising (a maze pass)
+    gap = (q * (k_beside - k)).sum(-1) / math.sqrt(q.shape[-1])  # (..., head, pos)
+    if mask is not None and mask.dtype == torch.bool:
+        mask = torch.zeros(mask.shape, device=mask.device).masked_fill(~mask, float("-inf"))
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    # the softmax written out: over a handful of keys, torch.softmax's cost per row dominated a maze pass
-    weights = (scores - scores.amax(-1, keepdim=True)).exp()
-    # a query that may read nothing reads zeros
-    pattern = torch.nan_to_num(weights / weights.sum(-1, keepdim=True), nan=0.0)
-    # (..., query_pos, d_head), (..., query_pos, n_keys)
-    return torch.einsum("...qk,...qkd->...qd", pattern, v_listed), pattern
+        gap = gap + (mask[..., 1] - mask[..., 0])
+    beside = torch.sigmoid(gap)[..., None]  # (..., head, pos, 1): the weight on the key beside
+    return v + beside * (v_beside - v), torch.cat((1 - beside, beside), -1)
 
 
 def causal_mask(
@@ -149,17 +144,17 @@ class MultiHeadAttention(nn.Module):
 
     def forward(
         self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-        keys: torch.Tensor | None = None,
+        offsets: Sequence[int] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """keys: (batch or 1, head or 1, query_pos, n_keys) long, or None: with keys, each query
-        reads only the key positions listed for it (`attention_over`), mask is for those
-        (batch or 1, head or 1, query_pos, n_keys), and the pattern is (batch, head, query_pos, n_keys)."""
+        """offsets: one int per head, or None: with offsets, each query reads only itself and
+        the position offsets[h] further on (`attention_beside`), mask is for those two (batch
+        or 1, head or 1, query_pos, 2), and the pattern is (batch, head, query_pos, 2)."""
         context = x if context is None else context
         q = self._heads(self.W_Q(x))  # (batch, head, query_pos, d_head)
         k = self._heads(self.W_K(context))  # (batch, head, key_pos, d_head)
         v = self._heads(self.W_V(context))  # (batch, head, key_pos, d_head)
-        if keys is not None and self.causal:
-            raise ValueError("listed keys and a causal mask do not go together: list only earlier positions")
+        if offsets is not None and (self.causal or context is not x):
+            raise ValueError("offsets are for self-attention without a causal mask: each position reads beside it")
         if self.causal:
             if context is not x:
                 raise ValueError("a causal mask applies to self-attention only")
@@ -172,7 +167,7 @@ class MultiHeadAttention(nn.Module):
             # a per-head mask or bias comes as (batch or 1, head, query_pos, key_pos)
             mask = mask[:, None]
         # (batch, head, query_pos, d_head)
-        z, pattern = attention(q, k, v, mask) if keys is None else attention_over(q, k, v, keys, mask)
+        z, pattern = attention(q, k, v, mask) if offsets is None else attention_beside(q, k, v, offsets, mask)
         b, _, n, _ = z.shape
         z = z.transpose(1, 2).reshape(b, n, self.n_heads * self.d_head)  # (batch, query_pos, d_model)
         return self.W_O(z), pattern
@@ -223,9 +218,9 @@ class EncoderBlock(nn.Module):
     """Pre-LayerNorm block: self-attention, then a feed-forward layer, each added to the residual.
 
     With causal=True this is the GPT-style "decoder-only" block.
-    forward(x, mask=None, keys=None) -> (x, pattern (batch, head, query_pos, key_pos)); with
-    `keys`, each position reads only the positions listed for it (see MultiHeadAttention) and
-    the pattern is (batch, head, query_pos, n_keys).
+    forward(x, mask=None, offsets=None) -> (x, pattern (batch, head, query_pos, key_pos)); with
+    `offsets`, each position reads only itself and one position beside it (see
+    MultiHeadAttention) and the pattern is (batch, head, query_pos, 2).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_mlp: int, dropout: float = 0.0, causal: bool = False):
@@ -237,9 +232,9 @@ class EncoderBlock(nn.Module):
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None,
-        keys: torch.Tensor | None = None,
+        offsets: Sequence[int] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        z, pattern = self.attn(self.ln_attn(x), mask=mask, keys=keys)
+        z, pattern = self.attn(self.ln_attn(x), mask=mask, offsets=offsets)
         x = x + self.drop(z)  # (batch, pos, d_model)
         x = x + self.mlp(self.ln_mlp(x))
         return x, pattern

@@ -28,7 +28,6 @@ from toylib.train import Callback, History, TrainOptions, fit, minibatches, stop
 
 
 MODELS = ("looped", "post")
-DENSE_TILES = 25  # MazeNet: mazes of at most this many tiles run their encoder as masked dense attention
 SETTLED = 1e-3  # MazeNet with `squash`: solving stops passing once no state number moves further in a pass,
 QUIET = 10  # or, with a way head, once no tile's way to the end has changed for this many passes
 # MazeNet with a way head, solving: a tile takes a pass only while it or a neighbour it connects
@@ -191,39 +190,20 @@ class MazeNet(MazeModel):
         # last, and only when trained, so that the chapter's model draws the same weights as before
         self.way_head = nn.Linear(c.d_model, N_MOVES + 1) if c.ways else None
 
-    def encoder_bias(self, exits_: torch.Tensor) -> torch.Tensor:
-        """(batch, head, tiles, tiles): the attention bias of every iteration over every tile,
-        -inf where a head may not look: what `neighbours` lists, as a mask. exits_ (batch, R,
-        C, 4) from `connections`."""
+    def neighbours(self, exits_: torch.Tensor) -> tuple[tuple[int, ...], torch.Tensor]:
+        """Where each head may look in every pass, and its bias: offsets, one per head, from
+        a tile to its neighbour along DIRECTIONS[h % 4] in the tokens' order (row by row), and
+        bias (batch, head, tiles, 2) over (the tile itself, that neighbour), the head's learned
+        `look`, -inf where the two tiles do not connect. exits_ (batch, R, C, 4) from
+        `connections`."""
         b, rows, cols, _ = exits_.shape
-        n = rows * cols
-        tiles = torch.arange(n, device=exits_.device)
-        # (4, n, n): key j is query i's neighbour along DIRECTIONS[k]; off the grid exits_ is False anyway
-        step = torch.tensor([STEP[m][0] * cols + STEP[m][1] for m in DIRECTIONS], device=exits_.device)
-        neighbour = F.one_hot((tiles + step[:, None]).clamp(0, n - 1), n).bool()
-        along = exits_.view(b, n, 4).transpose(1, 2)[..., None] & neighbour  # (batch, 4, n, n)
-        along = along[:, torch.arange(self.config.n_heads, device=exits_.device) % 4]  # (batch, head, n, n)
-        itself = torch.eye(n, dtype=torch.bool, device=exits_.device)
-        look = self.look[None, :, None, None]  # (1, head, 1, 1, 2)
-        return torch.where(itself, look[..., 0], torch.where(along, look[..., 1], -math.inf))
-
-    def neighbours(self, exits_: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Where each head may look in every pass, and its bias: keys (1, head, tiles, 2) long,
-        the tile itself and its neighbour along DIRECTIONS[h % 4] (the tile again off the
-        grid), and bias (batch, head, tiles, 2), the head's learned `look`, -inf where the two
-        tiles do not connect. exits_ (batch, R, C, 4) from `connections`."""
-        b, rows, cols, _ = exits_.shape
-        heads = self.config.n_heads
-        direction = torch.arange(heads, device=exits_.device) % 4  # (head,) the arm each head looks along
-        beside, border = self.borders(exits_)
-        # (head, tiles): the neighbour; (batch, head, tiles): connected?
-        there, along = beside[direction], border[:, direction]
-        itself = torch.arange(rows * cols, device=exits_.device).expand(heads, -1)  # (head, tiles)
-        keys = torch.stack((itself, there), -1)[None]  # (1, head, tiles, 2)
+        direction = [h % 4 for h in range(self.config.n_heads)]  # the arm each head looks along
+        offsets = tuple(STEP[DIRECTIONS[k]][0] * cols + STEP[DIRECTIONS[k]][1] for k in direction)
+        along = self.borders(exits_)[1][:, direction]  # (batch, head, tiles): connected?
         look = self.look[None, :, None]  # (1, head, 1, 2)
         bias = torch.stack((look[..., 0].expand(b, -1, rows * cols),
                             torch.where(along, look[..., 1], -math.inf)), -1)  # (batch, head, tiles, 2)
-        return keys, bias
+        return offsets, bias
 
     def borders(self, exits_: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each tile's neighbour along each of DIRECTIONS, (4, tiles) (the tile itself off
@@ -240,17 +220,12 @@ class MazeNet(MazeModel):
         b, rows, cols = tiles.shape[:3]
         one_hot = F.one_hot(tiles.long(), 4).flatten(3).float()
         tile = self.tile_embed(one_hot).flatten(1, 2)  # (batch, tiles, d)
-        # where each head may look, and its bias: (1, head, tiles, 2) and
-        # (batch, head, tiles, 2). A tile reads two tokens, not every tile,
-        # so a pass costs as much per tile in a 32x32 maze as in a 5x5. Up
-        # to DENSE_TILES the same pass runs as masked attention over every
-        # tile: there gathering costs more than it saves (250 mazes, 5x5:
-        # 0.18 s dense, 0.23 s listed; 6x6: 0.55 s, 0.44 s)
+        # where each head may look: its neighbour's offset, and the bias
+        # (batch, head, tiles, 2) over (the tile, that neighbour). A tile reads
+        # two tokens, not every tile, so a pass costs as much per tile in a
+        # 32x32 maze as in a 5x5
         exits_ = connections(pixels)
-        keys, bias = self.neighbours(exits_)
-        dense = rows * cols <= DENSE_TILES
-        # (batch, head, tiles, tiles), or the bias of the listed keys
-        mask = self.encoder_bias(exits_) if dense else bias
+        offsets, bias = self.neighbours(exits_)
         x, patterns = torch.zeros_like(tile), []
         squash = self.config.squash
         # bounded states settle: without a count, a maze stops passing once a
@@ -277,8 +252,7 @@ class MazeNet(MazeModel):
             # training reads `tile` itself: through a view, the gradients of
             # its two uses would add up in another order, and change training
             tile_live = tile[live] if settle else tile
-            y, pattern = self.step(x_live + tile_live, mask[live],
-                                   None if dense else keys)
+            y, pattern = self.step(x_live + tile_live, bias[live], offsets)
             y = y - tile_live  # (live, tiles, d)
             if squash:  # a waiting state stops at the bound
                 y = squash * torch.tanh(y / squash)
@@ -288,10 +262,6 @@ class MazeNet(MazeModel):
                 y = torch.where(woken[..., None], y, x_live)
                 moved[live] = (y - x_live).abs().amax(-1)
             if keep:  # (live, head, tiles, 2): the tile, its neighbour
-                if dense:
-                    pattern = pattern.gather(
-                        -1, keys.expand(len(y), -1, -1, -1))
-                    pattern = pattern * (bias[live] > -math.inf)
                 if settle:  # a settled maze's pattern is zeros: no pass ran
                     pattern = pattern.new_zeros(b, *pattern.shape[1:]) \
                         .index_copy(0, live, pattern)
