@@ -12,6 +12,7 @@ trains without warm-up tricks at the small sizes the book uses.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -76,11 +77,8 @@ def attention_beside(
     heads, n = k.shape[-3], k.shape[-2]
     if len(offsets) != heads or any(not isinstance(o, int) for o in offsets):
         raise ValueError(f"offsets are one int per head ({heads}), got {offsets!r}")
-    # (head * pos,): the row of the key beside each query in k viewed as (..., head * pos, d),
-    # held to the sequence at its ends. One index_select costs a fraction of slicing each head
-    # (whose backward builds a zero tensor per head)
-    there = (torch.arange(n, device=k.device) + torch.tensor(offsets, device=k.device)[:, None]).clamp(0, n - 1)
-    there = (there + n * torch.arange(heads, device=k.device)[:, None]).flatten()
+    there = _rows_beside(n, tuple(offsets), k.device)  # (head * pos,)
+    # one index_select costs a fraction of slicing each head (whose backward builds a zero tensor per head)
     k_beside, v_beside = (t.flatten(-3, -2).index_select(-2, there).view(t.shape) for t in (k, v))
     # over two keys the softmax is a sigmoid of the difference of their scores: a third of
     # the operations, each over every token, of scoring both and normalising (a maze pass)
@@ -91,6 +89,15 @@ def attention_beside(
         gap = gap + (mask[..., 1] - mask[..., 0])
     beside = torch.sigmoid(gap)[..., None]  # (..., head, pos, 1): the weight on the key beside
     return v + beside * (v_beside - v), torch.cat((1 - beside, beside), -1)
+
+
+@functools.lru_cache(maxsize=64)
+def _rows_beside(n: int, offsets: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """(head * pos,) long: for each head and query, the row of the key beside it in keys viewed
+    as (..., head * pos, d), held to the sequence at its ends. Cached: a looped encoder asks for
+    the same rows at every pass."""
+    there = (torch.arange(n, device=device) + torch.tensor(offsets, device=device)[:, None]).clamp(0, n - 1)
+    return (there + n * torch.arange(len(offsets), device=device)[:, None]).flatten()
 
 
 def causal_mask(
