@@ -302,7 +302,7 @@ def _maze_model(data: dict) -> torch.nn.Module:
 
     return load_weights(maze_net.MazeNet(maze_net.MazeConfig(
         d_model=data["d_model"], n_heads=data["n_heads"], n_decoder_layers=data["n_decoder_layers"],
-        radius=data["radius"], squash=data.get("squash", 0.0), window=data.get("window", False),
+        radius=data["radius"], ways=data.get("ways", 0.0), squash=data.get("squash", 0.0), window=data.get("window", False),
         extra_passes=data.get("extra_passes", 0))), data)
 
 
@@ -353,7 +353,7 @@ def test_the_maze_page_runs_the_search_preset_s_bound_window_and_settling_as_pyt
         monkeypatch.setattr(maze_net, name, value)
         monkeypatch.setattr(maze_look, name, value)
     torch.manual_seed(0)
-    model = maze_net.build_model(maze_net.SEARCH).eval()
+    model = maze_net.build_model(maze_net.MazeConfig()).eval()
     data = json.loads(json.dumps(maze_look.live_board(model).data, default=live._plain))
     assert (data["squash"], data["window"], data["settled"], data["still"]) == (3.0, True, 0.3, 0.3)
     rng = np.random.default_rng(5)

@@ -586,16 +586,20 @@ def test_where_heads_look_counts_every_move_step_once_and_finds_a_forced_look():
     assert look["places"][0, 1] >= rights / moves - 1e-6  # off the grid's edge the clipped window moves it
 
 
-def test_removing_every_cross_head_cuts_the_decoder_off_from_the_maze():
+def test_removing_every_cross_head_cuts_the_decoder_off_from_the_maze_but_not_from_the_way_it_reads():
     mazes = _small_set(4)
-    model = MazeNet(MazeConfig(seed=1))
+    model = MazeNet(dataclasses.replace(net.FIRST, seed=1))  # no way head: cross-attention is all it reads
     blind = maze_look.without_cross_heads(model, range(model.config.n_heads))
     tokens = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)
     x = torch.from_numpy(mazes.mazes)
+    other = torch.from_numpy(dataset.make_mazes(4, seed=99).mazes)  # other mazes, same moves
     with torch.no_grad():
         a = blind(x, tokens)[0]
-        b = blind(torch.from_numpy(dataset.make_mazes(4, seed=99).mazes), tokens)[0]  # other mazes, same moves
+        b = blind(other, tokens)[0]
         kept = model(x, tokens)[0]
+        # the chapter's model still adds the way of the walker's tile (`read_way`): the maze still matters
+        searching = maze_look.without_cross_heads(MazeNet(MazeConfig(seed=1)), range(model.config.n_heads))
+        assert not torch.allclose(searching(x, tokens)[0], searching(other, tokens)[0])
     torch.testing.assert_close(a, b)  # the mazes no longer matter
     assert not torch.allclose(kept, a)
     assert model.decoder.blocks[0].cross_attn.W_O.weight.abs().sum() > 0  # the original is untouched
@@ -661,6 +665,7 @@ def _tiny_chapter(monkeypatch) -> cli.Chapter:
     """The chapter's command line on 3x3 mazes (10 to validate, 10 to test) and 10 mazes 4x4
     beyond them: the flow of `python -m toylib.maze` in seconds."""
     monkeypatch.setattr(measure, "beyond_sets", lambda: {"4x4": make_mazes(10, size=4, seed=1)})
+    monkeypatch.setattr(measure, "far_sets", lambda: {"16x16": make_mazes(3, size=6, seed=1)})  # a stand-in
     monkeypatch.setattr(net, "for_config", _tiny_splits)  # what `train` builds when it gets no data
     return dataclasses.replace(measure.CHAPTER, for_config=_tiny_splits)
 
@@ -670,7 +675,9 @@ def test_the_command_line_trains_and_measures_reproducibly(monkeypatch, capsys):
     (targets, seconds), (again, _) = [cli.benchmark(chapter, seed=1, device="cpu", **TINY) for _ in range(2)]
     assert [t.measure for t in targets] == [
         "solved, 10 test mazes (greedy, every move checked)", "solved by a shortest path",
-        "token accuracy (teacher-forced, real tokens only)", "solved, 10 mazes 4x4 (trained on 5x5)", "training time"]
+        "token accuracy (teacher-forced, real tokens only)", "solved, 10 mazes 4x4 (trained on 5x5)",
+        "solved, 3 mazes 16x16 (trained on 5x5)", "training time"]
+    assert targets[4].goal == ">= 99 %, both"  # a model that searches is held to the far mazes
     assert [t.measured for t in targets if not t.machine] == [t.measured for t in again if not t.machine]
     assert seconds > 0 and capsys.readouterr().out == ""  # the benchmark prints no details
     cli.run(["--device", "cpu", "--quiet", "--seed", "1", "--set", *(f"{k}={v}" for k, v in TINY.items())], chapter)
@@ -842,10 +849,11 @@ def test_ways_to_end_are_every_tile_s_first_moves_of_a_shortest_path():
 
 def test_the_search_preset_adds_a_way_head_bounded_states_and_a_window_and_nothing_else():
     from toylib.maze.dataset import tile_grid, walk_tiles, ways_to_end
-    from toylib.maze.net import SEARCH, maze_loss
+    from toylib.maze.net import FIRST, maze_loss
 
-    assert build_model(MazeConfig()).way_head is None  # the chapter's model: the same weights as before
-    assert count_parameters(build_model(SEARCH)) == count_parameters(build_model(MazeConfig())) + 33 * 7
+    SEARCH = MazeConfig()  # the chapter's model searches; FIRST, its first model, did not
+    assert build_model(FIRST).way_head is None  # the first model: the same weights as before
+    assert count_parameters(build_model(SEARCH)) == count_parameters(build_model(FIRST)) + 33 * 7
     torch.manual_seed(0)
     model = build_model(dataclasses.replace(SEARCH, squash=0.5)).eval()
     for p in model.step.parameters():  # large weights, so that an unbounded state would grow past the bound
@@ -863,7 +871,7 @@ def test_the_search_preset_adds_a_way_head_bounded_states_and_a_window_and_nothi
     far = (tile_grid((6, 6)) - here[:, :, None]).abs().amax(-1) > SEARCH.radius  # (batch, T, tiles)
     cross = patterns.cross  # (batch, layer, head, T, tiles)
     assert far.any() and (cross.permute(1, 2, 0, 3, 4)[:, :, far] == 0).all()
-    assert (build_model(MazeConfig())(pixels, moves)[1].cross.permute(1, 2, 0, 3, 4)[:, :, far] > 0).all()
+    assert (build_model(FIRST)(pixels, moves)[1].cross.permute(1, 2, 0, 3, 4)[:, :, far] > 0).all()
     # the second loss: every tile's way, through the way head
     loss, metrics = maze_loss(model.train(), (pixels, solution_tensor(mazes.solutions)), iterations=40)
     loss.backward()
@@ -877,13 +885,12 @@ def test_the_search_preset_adds_a_way_head_bounded_states_and_a_window_and_nothi
 
 def test_a_model_with_a_way_head_moves_by_the_way_its_search_found_on_the_walker_s_tile():
     from toylib.maze.dataset import N_MOVES, walk_tiles
-    from toylib.maze.net import SEARCH
 
     mazes = make_mazes(5, size=6, seed=4)
     pixels = torch.from_numpy(mazes.mazes)
     moves = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)  # (5, T)
     torch.manual_seed(1)
-    model = build_model(SEARCH).eval()
+    model = build_model(MazeConfig()).eval()
     with torch.no_grad():
         memory = model.encode(pixels, keep=False)
         logits = model.decode(moves, memory)[0]  # (5, T, N_MOVES)
@@ -905,13 +912,15 @@ def test_a_model_with_a_way_head_moves_by_the_way_its_search_found_on_the_walker
 def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled(monkeypatch):
     from toylib.decode import greedy_decode
     from toylib.maze import net
-    from toylib.maze.net import SEARCH, _greedy
+    from toylib.maze.net import FIRST, _greedy
+
+    SEARCH = MazeConfig()
 
     mazes = make_mazes(6, size=6, seed=3)
     pixels = torch.from_numpy(mazes.mazes)
     moves = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)  # (6, T)
     torch.manual_seed(0)
-    for config in (MazeConfig(), SEARCH):
+    for config in (FIRST, SEARCH):
         model = build_model(config).eval()
         with torch.no_grad():
             memory = model.encode(pixels, keep=False)
@@ -931,7 +940,7 @@ def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled
     # passes: the chapter's model runs one per tile; a bounded one, until a pass changes no state
     # number by more than SETTLED, at most tiles + extra_passes
     passes = lambda m: m.encode(pixels).patterns.shape[1]  # noqa: E731
-    assert passes(build_model(MazeConfig()).eval()) == 36
+    assert passes(build_model(FIRST).eval()) == 36
     bounded = build_model(SEARCH).eval()
     assert passes(bounded) == 36 + SEARCH.extra_passes  # random weights: states and ways keep moving
     for p in bounded.way_head.parameters():
@@ -959,7 +968,7 @@ def test_a_searching_encoder_moves_a_tile_only_while_it_or_a_neighbour_moved(mon
     from toylib.maze import net
 
     torch.manual_seed(0)
-    model = build_model(net.SEARCH).eval()
+    model = build_model(net.MazeConfig()).eval()
     pixels = torch.from_numpy(make_mazes(4, size=7, seed=2, kind="tree").mazes)
 
     def passes(one):  # (passes, tiles, d): the states entering each pass

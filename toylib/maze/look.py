@@ -326,7 +326,7 @@ def live_board(model: MazeModel, maze=None, seed: int = 0):
     rows, cols = layout.arms.shape[:2]
     return Live("maze", "ToyMaze", {
         "weights": weights(model), "d_model": c.d_model, "n_heads": c.n_heads, "n_decoder_layers": c.n_decoder_layers,
-        "radius": c.radius, "squash": c.squash, "window": c.window, "extra_passes": c.extra_passes,
+        "radius": c.radius, "ways": c.ways, "squash": c.squash, "window": c.window, "extra_passes": c.extra_passes,
         "settled": SETTLED, "quiet": QUIET, "still": STILL,
         "maze": {"rows": rows, "cols": cols, "arms": layout.arms.astype(bool), "start": list(layout.start),
                  "end": list(layout.end)}})

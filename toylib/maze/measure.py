@@ -5,13 +5,14 @@ solving and `score` are in `net.py`, since training validates by them."""
 from __future__ import annotations
 
 import contextlib
+import time
 
 from torch import nn
 
 from toylib import cli
 from toylib.attention import MultiHeadAttention
 from toylib.maze.dataset import MazeSet, for_config, make_mazes
-from toylib.maze.net import SEARCH, MazeConfig, MazeModel, Scores, build_model, score, train
+from toylib.maze.net import FIRST, MazeConfig, MazeModel, Scores, build_model, score, train
 from toylib.maze.post import POST
 from toylib.targets import Target, format_table, pct, time_target
 
@@ -58,7 +59,7 @@ def beyond_sets(n: int = 500, seed: int = 1) -> dict[str, MazeSet]:
     return {name: make_mazes(n, seed=seed, **kwargs) for name, kwargs in BEYOND.items()}
 
 
-# A model that searches (one with a way head, as the search preset) is held to issue 26's mazes as well: long
+# A model that searches (one with a way head, as the chapter's) is held to issue 26's mazes as well: long
 # paths at 8x8, and 16x16 and 32x32 mazes of both kinds (the biggest with no loops have paths of hundreds of
 # moves), each solved by a shortest path at least 99 % of the time. How many of each: 200 at 16x16, 100 at 32x32
 # (a 32x32 maze with no loops takes about 0.6 s to solve here).
@@ -71,9 +72,24 @@ FAR = {
 FAR_GOAL = ("8x8, shortest paths of 19 to 40", "8x8 with no loops (spanning trees)", *FAR)  # >= 99 % for a search
 
 
-def far_sets(seed: int = 1) -> dict[str, MazeSet]:
-    """The mazes of FAR. (None can be a training maze: those are all 5x5.)"""
-    return {name: make_mazes(seed=seed, **kwargs) for name, kwargs in FAR.items()}
+def far_sets(seed: int = 1, share: float = 1.0) -> dict[str, MazeSet]:
+    """The mazes of FAR, or `share` of each set's number (the chapter solves half as many, to
+    keep within its 4 minutes; the benchmark all). None can be a training maze: those are all 5x5."""
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share}")
+    return {name: make_mazes(seed=seed, **{**kwargs, "n": max(1, round(share * kwargs["n"]))})
+            for name, kwargs in FAR.items()}
+
+
+def score_sets(model: MazeModel, sets: dict[str, MazeSet]) -> tuple[dict[str, Scores], dict[str, float]]:
+    """`score` of each set, and the seconds each took to encode, solve and score (the sets of FAR
+    in batches of 50: a batch decodes as long as its longest walk)."""
+    scores, seconds = {}, {}
+    for name, s in sets.items():
+        t0 = time.perf_counter()
+        scores[name] = score(model, s, batch_size=50 if name in FAR else 250)
+        seconds[name] = time.perf_counter() - t0
+    return scores, seconds
 
 
 def maze_targets(test: Scores, train_seconds: float, beyond: dict[str, Scores] | None = None,
@@ -104,12 +120,10 @@ def measure(model: MazeModel, config: MazeConfig, data: dict[str, MazeSet], trai
             details: bool = True) -> list[Target]:
     """The chapter's targets for a model trained on `data` (its config's splits): its scores on
     the test mazes and on the mazes beyond them. With `details`, also print the test mazes by
-    shortest-path length. A model with a way head (the search preset) is also scored on FAR."""
+    shortest-path length. A model with a way head (the chapter's) is also scored on FAR."""
     test = score(model, data["test"])
     search = getattr(model, "way_head", None) is not None
-    sets = {**beyond_sets(), **(far_sets() if search else {})}
-    # the far mazes in batches of 50: a batch decodes as long as its longest walk
-    beyond = {name: score(model, s, batch_size=50 if name in FAR else 250) for name, s in sets.items()}
+    beyond = score_sets(model, {**beyond_sets(), **(far_sets() if search else {})})[0]
     if details:
         print(length_table(test))
     return maze_targets(test, train_seconds, beyond, search=search)
@@ -119,9 +133,9 @@ def measure(model: MazeModel, config: MazeConfig, data: dict[str, MazeSet], trai
 
 _OPTIONS = (cli.Option("--steps", "steps", "most training steps"), cli.Option("--data-seed", "data_seed", "which mazes"))
 _ABOUT = "A transformer learns to walk mazes by a shortest path, and is tested on bigger mazes than it trained on."
-# --preset post: the post's model, trained its way; --preset search: the looped model taught every tile's
-# way to the end, with bounded states and a window-only cross-attention (issue 26's lead, not yet the chapter's)
+# --preset post: the post's model, trained its way; --preset first: the chapter's first looped model, before
+# it was taught to search
 CHAPTER = cli.Chapter("maze", _ABOUT, MazeConfig, build_model, for_config, train, measure, options=_OPTIONS,
-                      presets={"post": POST, "search": SEARCH})
+                      presets={"post": POST, "first": FIRST})
 
 main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script
