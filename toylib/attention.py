@@ -71,7 +71,7 @@ def attention_beside(
     mask, broadcastable to (..., head, pos, 2): as in `attention`, over (the query's own
     position, the one beside it); a query always reads at least its own position, so the
     mask may rule out only the one beside it. A key beside that falls off either end reads
-    zeros: mask it.
+    the key at that end instead: mask it.
     Returns (output (..., head, pos, d_v), pattern (..., head, pos, 2)).
     """
     heads, n = k.shape[-3], k.shape[-2]

@@ -189,7 +189,7 @@ class MazeNet(MazeModel):
         self.offset_bias = nn.Parameter(offset_bias)
         self.unembed = nn.Linear(c.d_model, N_MOVES)
         # every tile's way to the end (`ways_to_end`: a move, STOP, or NO_WAY), from its state; made
-        # last, and only when trained, so that the chapter's model draws the same weights as before
+        # last, and only when trained, so that FIRST draws the same weights as before
         self.way_head = nn.Linear(c.d_model, N_MOVES + 1) if c.ways else None
 
     def neighbours(self, exits_: torch.Tensor) -> tuple[tuple[int, ...], torch.Tensor]:
@@ -247,7 +247,7 @@ class MazeNet(MazeModel):
             # (4, tiles): each tile's neighbour along each direction, and
             # (batch, 4, tiles): whether the two connect
             beside, border = self.borders(exits_)
-        passes = torch.zeros(b, dtype=torch.long, device=x.device)  # each maze's
+        passes = torch.zeros(b, dtype=torch.long, device=x.device)  # per maze
         for _ in range(iterations or rows * cols + self.config.extra_passes):
             # every iteration sees the tile afresh beside what it has learned
             # so far ("recall"): many updates never dilute the tile's pixels
