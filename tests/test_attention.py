@@ -315,8 +315,20 @@ def test_attention_beside_is_attention_masked_to_the_query_and_one_key_per_head(
                                attention_beside(q, k, v, offsets, torch.where(allowed, 0.0, -math.inf))[1])
     with pytest.raises(ValueError, match="one int per head"):
         attention_beside(q, k, v, (1, 2), bias)
-    with pytest.raises(ValueError, match="one int per head"):
+    # offsets per head and query: the same as per head where they agree, and each query its own otherwise
+    per_query = torch.tensor(offsets)[:, None].expand(3, 6).contiguous()
+    torch.testing.assert_close(attention_beside(q, k, v, per_query, bias), (out, pattern))
+    shuffled = torch.randperm(6)  # the tokens in another order, each still reading the same key
+    back = torch.argsort(shuffled)  # where each token went
+    there = back[beside.clamp(0, 5)] - back[None]  # (head, pos) in the new order, as offsets
+    moved, moved_pattern = attention_beside(q[..., shuffled, :], k[..., shuffled, :], v[..., shuffled, :],
+                                            there[:, shuffled], bias[..., shuffled, :])
+    torch.testing.assert_close(moved, out[..., shuffled, :])
+    torch.testing.assert_close(moved_pattern, pattern[..., shuffled, :])
+    with pytest.raises(ValueError, match=r"\(head, pos\)"):
         attention_beside(q, k, v, torch.tensor([1, 2, 3]), bias)
+    with pytest.raises(ValueError, match=r"\(head, pos\)"):
+        attention_beside(q, k, v, per_query.float(), bias)
     causal = MultiHeadAttention(8, 2, causal=True)
     with pytest.raises(ValueError, match="causal"):
         causal(torch.randn(1, 4, 8), offsets=(1, 1))

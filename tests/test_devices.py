@@ -93,13 +93,13 @@ def test_sequences():
 
 
 def test_maze():
-    from toylib.maze import dataset as maze_data, look as maze_look, net as maze_net
+    from toylib.maze import dataset as maze_data, look as maze_look, measure as maze_measure, net as maze_net
 
     model = maze_net.MazeNet(maze_net.MazeConfig(n_heads=4, n_decoder_layers=2)).to(DEVICE)
     mazes = maze_data.make_mazes(4, seed=2)
-    assert len(maze_net.solve_greedy(model, mazes.mazes)) == 4
-    assert 0 <= maze_net.token_accuracy(model, mazes) <= 1
-    assert 0 <= maze_net.score(model, mazes).solved <= 1
+    assert len(maze_measure.solve_greedy(model, mazes.mazes)) == 4
+    assert 0 <= maze_measure.token_accuracy(model, mazes) <= 1
+    assert 0 <= maze_measure.score(model, mazes).solved <= 1
     looks = maze_look.where_heads_look(model, mazes)
     frames, titles = maze_look.solve_frames(model, mazes.mazes[0])
     assert on_cpu(looks) and isinstance(frames, np.ndarray) and len(frames) == len(titles)

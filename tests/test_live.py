@@ -313,7 +313,7 @@ def _as_maze(layout) -> dict:
 
 @needs_node
 def test_the_maze_page_walks_as_the_trained_model_and_bfs_do(tmp_path):
-    from toylib.maze import net as maze_net
+    from toylib.maze import measure as maze_measure
     from toylib.maze import world as maze_world
 
     data = stored_board("maze", "ToyMaze")
@@ -335,7 +335,7 @@ def test_the_maze_page_walks_as_the_trained_model_and_bfs_do(tmp_path):
     assert (js - logits).abs().max() < TOLERANCE
     assert torch.equal(js.argmax(1), logits.argmax(1))
     for pixels, (moves, bfs) in zip(walked, got["walked"]):
-        assert [maze_world.START, *moves] == maze_net.solve_greedy(model, pixels)
+        assert [maze_world.START, *moves] == maze_measure.solve_greedy(model, pixels)
         assert (bfs is None) == (maze_world.shortest_path(pixels) is None)
         assert bfs is None or maze_world.check_solution(pixels, [maze_world.START, *bfs, maze_world.STOP]).optimal
 
@@ -343,6 +343,7 @@ def test_the_maze_page_walks_as_the_trained_model_and_bfs_do(tmp_path):
 @needs_node
 def test_the_maze_page_runs_the_search_preset_s_bound_window_and_settling_as_pytorch_does(tmp_path, monkeypatch):
     from toylib.maze import look as maze_look
+    from toylib.maze import measure as maze_measure
     from toylib.maze import net as maze_net
     from toylib.maze import world as maze_world
 
@@ -377,7 +378,7 @@ def test_the_maze_page_runs_the_search_preset_s_bound_window_and_settling_as_pyt
             memory = model.encode(torch.from_numpy(pixels)[None], keep=False)
             expected = model.decode(torch.tensor([[maze_world.START, 2, 3]]), memory)[0][0, -1]
         assert (torch.tensor(logits) - expected).abs().max() < TOLERANCE
-        assert [maze_world.START, *moves] == maze_net.solve_greedy(model, pixels)
+        assert [maze_world.START, *moves] == maze_measure.solve_greedy(model, pixels)
 
 
 def _sokoban_model(data: dict) -> torch.nn.Module:
@@ -443,7 +444,7 @@ def test_the_sokoban_page_reads_boards_as_the_trained_policy_and_counts_moves_as
 
 @needs_chromium
 def test_the_stored_maze_board_walks_as_the_model_does_after_edits(tmp_path):
-    from toylib.maze import net as maze_net
+    from toylib.maze import measure as maze_measure
     from toylib.maze import world as maze_world
 
     model = _maze_model(stored_board("maze", "ToyMaze"))
@@ -454,7 +455,7 @@ def test_the_stored_maze_board_walks_as_the_model_does_after_edits(tmp_path):
     for walk in board["walks"]:
         m = walk["maze"]
         pixels = maze_world.to_pixels(np.array(m["arms"]), m["start"], m["end"])
-        assert [maze_world.START, *walk["moves"]] == maze_net.solve_greedy(model, pixels)
+        assert [maze_world.START, *walk["moves"]] == maze_measure.solve_greedy(model, pixels)
         check = maze_world.check_solution(pixels, [maze_world.START, *walk["moves"]])
         assert ("solved by a shortest path" in walk["status"]) == check.optimal
     assert board["walks"][0]["maze"]["arms"] != board["walks"][1]["maze"]["arms"]  # the click closed a passage

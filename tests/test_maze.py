@@ -21,8 +21,8 @@ from toylib.maze.dataset import (
     start_tiles,
     tile_view,
 )
-from toylib.maze.net import (MazeConfig, MazeModel, MazeNet, Memory, build_model, score, solve_greedy, token_accuracy,
-                             train)
+from toylib.maze.measure import score, solve_greedy, token_accuracy
+from toylib.maze.net import MazeConfig, MazeModel, MazeNet, Memory, build_model, train
 from toylib.maze.post import EMBED_SIDE, POST, PostMazeNet
 from toylib.maze.world import (
     DIRECTIONS,
@@ -734,6 +734,37 @@ def test_encoder_search_reads_a_move_for_every_tile_a_walker_reaches():
     plt.close("all")
 
 
+def test_the_wave_is_read_by_the_way_head_against_breadth_first_search():
+    from toylib.maze.dataset import NO_WAY, ways_to_end
+    from toylib.maze.net import FIRST
+
+    mazes = make_mazes(3, size=6, seed=1, kind="tree").mazes
+    torch.manual_seed(0)
+    model = build_model(MazeConfig())
+    w = maze_look.wave(model, mazes)
+    assert model.training  # left as it was
+    passes = int(model.eval().encode(torch.from_numpy(mazes), keep=False).passes.max())
+    assert w.reach.shape == w.right.shape == w.early.shape == (passes,)
+    ways, distance = ways_to_end(torch.from_numpy(mazes))
+    # the news's reach: one more ring of tiles a pass, all of them once the farthest has heard
+    reachable = int((distance < math.inf).sum())
+    for k in (1, 5, passes):
+        assert w.reach[k - 1] == pytest.approx(float((distance < k).sum()) / reachable)
+    assert np.all(np.diff(w.reach) >= 0)
+    # a way head that says NO_WAY everywhere names no way early, and none right
+    nn.init.zeros_(model.way_head.weight)
+    with torch.no_grad():
+        model.way_head.bias.copy_(F.one_hot(torch.tensor(NO_WAY), NO_WAY + 1) * 9.0)
+    quiet = maze_look.wave(model, mazes[0])
+    assert not quiet.early.any() and not quiet.right.any()
+    with torch.no_grad():  # one that says DOWN everywhere: early wherever the news has not reached
+        model.way_head.bias.copy_(F.one_hot(torch.tensor(DOWN), NO_WAY + 1) * 9.0)
+    loud = maze_look.wave(model, mazes[0])
+    np.testing.assert_allclose(loud.early, 1 - loud.reach, atol=1e-6)
+    with pytest.raises(ValueError, match="way head"):
+        maze_look.wave(build_model(FIRST), mazes)
+
+
 def test_encoder_search_refuses_bad_input():
     maze = dataset.make_mazes(1, seed=3).mazes[0]
     model = MazeNet(MazeConfig(seed=0))
@@ -909,10 +940,74 @@ def test_a_model_with_a_way_head_moves_by_the_way_its_search_found_on_the_walker
         assert (model.decode(moves, memory)[0].argmax(-1) == DOWN).all()
 
 
+def test_after_each_pass_only_the_tiles_the_end_s_news_could_reach_are_held_to_their_way():
+    from toylib.maze.dataset import N_MOVES, NO_WAY, ways_to_end
+    from toylib.maze.net import wave_targets
+
+    mazes = make_mazes(20, size=7, seed=5, kind="tree")
+    ways, distance = ways_to_end(torch.from_numpy(mazes.mazes))
+    farthest = int(distance[distance < math.inf].max())
+    targets = wave_targets(ways, distance, farthest + 3)  # (20, passes, tiles, N_MOVES + 1)
+    assert targets.shape == (20, farthest + 3, 49, N_MOVES + 1)
+    for k in range(1, farthest + 4):  # after pass k, a tile k or more moves from the end still waits
+        known = distance < k  # (20, tiles)
+        assert torch.equal(targets[:, k - 1][known], ways[known])
+        waiting = targets[:, k - 1][~known]
+        assert waiting[:, NO_WAY].all() and waiting.sum(-1).eq(1).all()
+    # one ring a pass: the end (0 moves away) knows after the first pass, every tile after farthest + 1
+    assert torch.equal(targets[:, 0, :, NO_WAY], distance != 0)
+    assert torch.equal(targets[:, farthest], ways) and not torch.equal(targets[:, farthest - 1], ways)
+    with pytest.raises(ValueError, match="passes"):
+        wave_targets(ways, distance, -1)
+
+
+def test_the_wave_loss_judges_every_pass_but_the_last_and_the_config_guards_it():
+    from toylib.maze.dataset import NO_WAY, ways_to_end
+    from toylib.maze.net import maze_loss, wave_targets
+
+    mazes = make_mazes(8, size=5, seed=2)
+    batch = (torch.from_numpy(mazes.mazes), solution_tensor(mazes.solutions))
+    torch.manual_seed(0)
+    model = build_model(MazeConfig()).eval()
+    with torch.no_grad():
+        memory = model.encode(batch[0], 12, keep=False, trace=True)
+        assert memory.trace.shape == (8, 12, 25, model.config.d_model)
+        torch.testing.assert_close(memory.trace[:, -1], memory.states)  # the last pass is the memory
+        loss, metrics = maze_loss(model, batch, 12)
+        plain = build_model(dataclasses.replace(model.config, wave=0.0))
+        plain.load_state_dict(model.state_dict())
+        without, plain_metrics = maze_loss(plain, batch, 12)
+        assert "wave_loss" not in plain_metrics
+        # the wave loss by hand: each of passes 1 to 11 held to what the end's news could have told it
+        ways, distance = ways_to_end(batch[0])
+        targets = wave_targets(ways, distance, 11)
+        logp = torch.log_softmax(model.way_head(memory.trace[:, :-1]), -1)
+        by_hand = -torch.logsumexp(logp.masked_fill(~targets, -math.inf), -1).mean()
+        assert metrics["wave_loss"] == pytest.approx(float(by_hand), rel=1e-5)
+        assert float(loss) == pytest.approx(float(without) + model.config.wave * float(by_hand), rel=1e-5)
+        # a way head that says NO_WAY everywhere pays only for the tiles that know: less than one that names a move
+        head = model.way_head
+        nn.init.zeros_(head.weight)
+        head.bias.copy_(torch.nn.functional.one_hot(torch.tensor(NO_WAY), head.out_features) * 5.0)
+        waits = maze_loss(model, batch, 12)[1]["wave_loss"]
+        head.bias.copy_(torch.nn.functional.one_hot(torch.tensor(DOWN), head.out_features) * 5.0)
+        assert waits < maze_loss(model, batch, 12)[1]["wave_loss"]
+    with torch.no_grad():  # solving: each maze's trace ends at its own last pass, then holds
+        solving = model.encode(batch[0], keep=False, trace=True)
+    assert solving.trace.shape[1] == int(solving.passes.max())
+    for i, n in enumerate(solving.passes.tolist()):
+        assert torch.equal(solving.trace[i, n - 1:], solving.states[i].expand(solving.trace.shape[1] - n + 1, -1, -1))
+    with pytest.raises(ValueError, match="way head"):
+        MazeConfig(ways=0.0)
+    with pytest.raises(ValueError, match=">= 0"):
+        MazeConfig(wave=-1.0)
+
+
 def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled(monkeypatch):
     from toylib.decode import greedy_decode
     from toylib.maze import net
-    from toylib.maze.net import FIRST, _greedy
+    from toylib.maze.measure import _greedy
+    from toylib.maze.net import FIRST
 
     SEARCH = MazeConfig()
 
@@ -976,7 +1071,7 @@ def test_a_searching_encoder_moves_a_tile_only_while_it_or_a_neighbour_moved(mon
         hook = model.step.register_forward_pre_hook(lambda m, args: seen.append(args[0][0]))
         with torch.no_grad():
             tiles = model.tile_embed(F.one_hot(tile_view(one[None]).long(), 4).flatten(3).float()).flatten(1, 2)[0]
-            model.encode(one[None], keep=False)
+            model.encode(one[None], keep=True)  # keeping patterns, every tile takes the block (see below)
         hook.remove()
         return torch.stack(seen) - tiles
 
@@ -996,9 +1091,40 @@ def test_a_searching_encoder_moves_a_tile_only_while_it_or_a_neighbour_moved(mon
     assert all(not torch.equal(a, passes(one)[-1]) for a, one in zip(free, pixels))
 
 
+def test_solving_runs_the_block_on_the_woken_tiles_alone_and_ends_where_every_tile_takes_it(monkeypatch):
+    from toylib.maze import net
+
+    torch.manual_seed(0)
+    model = build_model(net.MazeConfig()).eval()
+    pixels = torch.from_numpy(make_mazes(6, size=9, seed=3, kind="tree").mazes)
+    sizes = []  # the tokens each pass of the block reads
+    model.step.register_forward_pre_hook(lambda m, args: sizes.append(args[0].shape[0] * args[0].shape[1]))
+    for still in (0.3, 0.6):  # random weights' tiles come to rest at different passes
+        monkeypatch.setattr(net, "STILL", still)
+        with torch.no_grad():
+            sizes.clear()
+            every = model.encode(pixels, keep=True)  # a look keeps every tile's pattern: the whole maze
+            assert set(sizes) <= {n * 81 for n in range(1, 7)}
+            sizes.clear()
+            woken = model.encode(pixels, keep=False)
+        assert min(sizes) < 81 and sum(sizes) < 81 * int(every.passes.sum())  # fewer tokens
+        torch.testing.assert_close(woken.states, every.states, rtol=0, atol=1e-6)
+        assert torch.equal(woken.passes, every.passes)
+    # a woken tile at the grid's edge, its neighbour off the grid: it reads itself
+    h, bias = torch.randn(1, 9, model.config.d_model), torch.zeros(1, model.config.n_heads, 9, 2)
+    bias[..., 1] = -math.inf
+    alone = torch.zeros(1, 9, dtype=torch.bool)
+    alone[0, 0] = True
+    beside = model.borders(torch.zeros(1, 3, 3, 4, dtype=torch.bool))[0][[h % 4 for h in range(4)]]
+    with torch.no_grad():
+        out = model.pass_woken(h, bias, alone, beside)
+        torch.testing.assert_close(out[0, 0], model.step(h[:, :1], bias[:, :, :1], (0, 0, 0, 0))[0][0, 0])
+    assert torch.equal(out[0, 1:], h[0, 1:])  # the rest as they came
+
+
 def test_a_model_that_searches_is_held_to_the_far_mazes_solved_and_by_a_shortest_path():
     def scores(n, solved, shortest):
-        return net.Scores(n, solved, shortest, 1.0, ())
+        return measure.Scores(n, solved, shortest, 1.0, ())
 
     test = scores(1000, 1.0, 1.0)
     beyond = {"7x7": scores(500, 0.96, 0.95), "8x8": scores(500, 0.5, 0.5),

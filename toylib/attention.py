@@ -57,7 +57,7 @@ def attention_beside(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
-    offsets: Sequence[int],
+    offsets: Sequence[int] | torch.Tensor,
     mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`attention` in which each query reads two keys only: its own position, and the one
@@ -67,7 +67,9 @@ def attention_beside(
     token, with no score for any other pair. The same output as `attention` with a mask that
     is False everywhere but those two keys.
 
-    q, k: (..., head, pos, d_head), v: (..., head, pos, d_v); offsets: one int per head.
+    q, k: (..., head, pos, d_head), v: (..., head, pos, d_v); offsets: one int per head, or
+    a (head, pos) long tensor, one per head and query (tokens gathered from a grid, in no
+    order of their own, each still reading its neighbour).
     mask, broadcastable to (..., head, pos, 2): as in `attention`, over (the query's own
     position, the one beside it); a query always reads at least its own position, so the
     mask may rule out only the one beside it. A key beside that falls off either end reads
@@ -75,9 +77,15 @@ def attention_beside(
     Returns (output (..., head, pos, d_v), pattern (..., head, pos, 2)).
     """
     heads, n = k.shape[-3], k.shape[-2]
-    if len(offsets) != heads or any(not isinstance(o, int) for o in offsets):
-        raise ValueError(f"offsets are one int per head ({heads}), got {offsets!r}")
-    there = _rows_beside(n, tuple(offsets), k.device)  # (head * pos,)
+    if isinstance(offsets, torch.Tensor):
+        if offsets.shape != (heads, n) or offsets.dtype != torch.long:
+            raise ValueError(f"offsets as a tensor are (head, pos) = ({heads}, {n}) long, got "
+                             f"{tuple(offsets.shape)} {offsets.dtype}")
+        there = _rows_at(n, offsets)  # (head * pos,)
+    elif len(offsets) != heads or any(not isinstance(o, int) for o in offsets):
+        raise ValueError(f"offsets are one int per head ({heads}), or a (head, pos) tensor, got {offsets!r}")
+    else:
+        there = _rows_beside(n, tuple(offsets), k.device)  # (head * pos,)
     # one index_select costs a fraction of slicing each head (whose backward builds a zero tensor per head)
     k_beside, v_beside = (t.flatten(-3, -2).index_select(-2, there).view(t.shape) for t in (k, v))
     # over two keys the softmax is a sigmoid of the difference of their scores: a third of
@@ -96,8 +104,13 @@ def _rows_beside(n: int, offsets: tuple[int, ...], device: torch.device) -> torc
     """(head * pos,) long: for each head and query, the row of the key beside it in keys viewed
     as (..., head * pos, d), held to the sequence at its ends. Cached: a looped encoder asks for
     the same rows at every pass."""
-    there = (torch.arange(n, device=device) + torch.tensor(offsets, device=device)[:, None]).clamp(0, n - 1)
-    return (there + n * torch.arange(len(offsets), device=device)[:, None]).flatten()
+    return _rows_at(n, torch.tensor(offsets, device=device)[:, None])
+
+
+def _rows_at(n: int, offsets: torch.Tensor) -> torch.Tensor:
+    """(head * pos,) long: the rows of `_rows_beside` for offsets (head, pos) or (head, 1)."""
+    there = (torch.arange(n, device=offsets.device) + offsets).clamp(0, n - 1)  # (head, pos)
+    return (there + n * torch.arange(len(offsets), device=offsets.device)[:, None]).flatten()
 
 
 def causal_mask(
@@ -152,10 +165,10 @@ class MultiHeadAttention(nn.Module):
 
     def forward(
         self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-        offsets: Sequence[int] | None = None,
+        offsets: Sequence[int] | torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """offsets: one int per head, or None: with offsets, each query reads only itself and
-        the position offsets[h] further on (`attention_beside`), mask is for those two (batch
+        """offsets: one int per head, a (head, pos) tensor, or None: with offsets, each query
+        reads only itself and the position offsets[h] further on (`attention_beside`), mask is for those two (batch
         or 1, head or 1, query_pos, 2), and the pattern is (batch, head, query_pos, 2)."""
         context = x if context is None else context
         q = self._heads(self.W_Q(x))  # (batch, head, query_pos, d_head)
@@ -240,7 +253,7 @@ class EncoderBlock(nn.Module):
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None,
-        offsets: Sequence[int] | None = None,
+        offsets: Sequence[int] | torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         z, pattern = self.attn(self.ln_attn(x), mask=mask, offsets=offsets)
         x = x + self.drop(z)  # (batch, pos, d_model)

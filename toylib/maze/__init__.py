@@ -26,15 +26,17 @@ The chapter's map, one room per file, in the reader's order (a notebook imports 
   the mazes beyond them (`make_mazes`, of either kind); the tensor views the models read (`tile_view`,
   `connections`, `walk_tiles`, `invalid_last_move`, `solution_tensor`, ...).
 - `net.py`: `MazeConfig`, what every maze model does (`Memory`, `MazeModel`), the chapter's
-  `MazeNet` (taught every tile's way to the end, and walking by it), `FIRST` (the chapter's first
+  `MazeNet` (taught every tile's way to the end, after every pass as far as the end's news has
+  reached: `wave_targets`, and walking by it), `FIRST` (the chapter's first
   looped model, before that), `build_model`, the
-  loss (`maze_loss`), solving (`solve_greedy`), `token_accuracy`, `Scores` and `score`
-  (training validates by them), and `train`.
+  loss (`maze_loss`), and `train`.
 - `post.py`: the post's model, `PostMazeNet`, and its recipe, `POST`.
-- `measure.py`: `no_causal_mask`, `length_table`, the chapter's targets (`beyond_sets`,
+- `measure.py`: solving (`solve_greedy`), `token_accuracy`, `Scores` and `score` (training
+  validates by them), `no_causal_mask`, `length_table`, the chapter's targets (`beyond_sets`,
   `far_sets` for a model that searches, `maze_targets`, `measure`) and the command line (`python -m toylib.maze`, `--preset post`,
   `--preset first`).
-- `look.py`: where the decoder's heads look (`where_heads_look`), ablating them
+- `look.py`: the encoder's search read through the decoder (`encoder_search`) and through the
+  way head (`wave`), where the decoder's heads look (`where_heads_look`), ablating them
   (`without_cross_heads`), the frames of a model solving a maze (`solve_frames`), and a maze to
   edit and watch the model walk, in the browser (`live_board`, with `live.js`).
 """

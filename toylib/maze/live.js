@@ -194,7 +194,7 @@
     return { logits, pattern };
   }
 
-  // net._greedy: START, then the likeliest move, until STOP, a move the maze does not allow
+  // measure._greedy: START, then the likeliest move, until STOP, a move the maze does not allow
   // (kept), or as many moves as the maze has tiles
   function solve(model, m, memory) {
     memory = memory || encode(model, m);

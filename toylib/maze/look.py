@@ -1,5 +1,5 @@
 """Inside a maze model: what the looped encoder knows after each pass (its search from the
-end), where the decoder's cross-attention heads look, the model without some of them, the
+end, read through the decoder, and the wave of its way head), where the decoder's cross-attention heads look, the model without some of them, the
 frames of it solving a maze, and a maze to edit that it solves as you go."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from toylib.attention import DecoderBlock
 from toylib.draws import stream
 from toylib.infer import infer, model_device
 from toylib.live import Live, weights
-from toylib.maze.dataset import PAD, MazeSet, solution_tensor, start_tiles, walk_tiles
-from toylib.maze.net import QUIET, SETTLED, STILL, MazeModel, MazeNet, Memory, _Run, solve_greedy
+from toylib.maze.dataset import NO_WAY, PAD, MazeSet, solution_tensor, start_tiles, walk_tiles, ways_to_end
+from toylib.maze.measure import _Run, solve_greedy
+from toylib.maze.net import QUIET, SETTLED, STILL, MazeModel, MazeNet, Memory
 from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, MazeState, _walk,
                                check_pixels, exits, from_pixels, random_maze)
 from toylib.plot import DPI, LABEL_PT, animate
@@ -111,6 +112,45 @@ def encoder_search(model: MazeNet, maze, passes: Sequence[int]) -> Search:
 
 
 # colours of a search picture: walls, open floor no walker reaches, a tile whose move is right or not
+class Wave(NamedTuple):
+    """How the end's news spreads through the looped encoder as it solves, pass by pass, over
+    the tiles the end can be reached from (each a share of them, one per pass, from pass 1)."""
+
+    reach: np.ndarray  # (P,): tiles the news could have reached, fewer moves from the end than passes run
+    right: np.ndarray  # (P,): tiles whose way head names one of their ways to the end
+    early: np.ndarray  # (P,): tiles the news could not have reached that name a move or STOP all the same
+
+
+def wave(model: MazeNet, mazes) -> Wave:
+    """`Wave` of `model` solving `mazes` (pixels (n, R*TILE, C*TILE), all of one size, or one
+    maze): the way head read from every tile's state after every pass that solving runs (a
+    maze that stopped keeps its last states), against breadth-first search from the end."""
+    if getattr(model, "way_head", None) is None:
+        raise ValueError("the wave is read by the way head: model must be a MazeNet with ways > 0")
+    pixels = np.asarray(mazes)
+    pixels = np.stack([check_pixels(p) for p in (pixels[None] if pixels.ndim == 2 else pixels)])
+    x = torch.from_numpy(pixels).to(model_device(model))
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            trace = model.encode(x, keep=False, trace=True).trace  # (n, P, tiles, d)
+            named = model.way_head(trace).argmax(-1)  # (n, P, tiles)
+    finally:
+        model.train(was_training)
+    ways, distance = ways_to_end(x)  # (n, tiles, N_MOVES + 1), (n, tiles)
+    reachable = distance < torch.inf  # (n, tiles)
+    after = torch.arange(1, named.shape[1] + 1, device=x.device)[None, :, None]  # (1, P, 1)
+    reached = distance[:, None] < after  # (n, P, tiles)
+    right = ways.gather(-1, named.transpose(1, 2)).transpose(1, 2)  # (n, P, tiles)
+    early = ~reached & (named != NO_WAY)
+
+    def share(t: torch.Tensor) -> np.ndarray:  # (P,): over every maze's reachable tiles
+        return ((t & reachable[:, None]).sum((0, 2)) / reachable.sum()).cpu().numpy()
+
+    return Wave(share(reached), share(right), share(early))
+
+
 _SEARCH_RGB = {"wall": "#23262f", "floor": "#f2eee3", "right": "#4daf4a", "wrong": "#b3b3b3",
                "start": "#17becf", "end": "#d62728"}
 

@@ -1,20 +1,137 @@
-"""A maze model judged: decoding without the causal mask, scores by path length, the
-chapter's targets (`measure`), and the command line (`python -m toylib.maze`). The greedy
-solving and `score` are in `net.py`, since training validates by them."""
+"""A maze model judged: solving greedily with every move checked, and the scores (`score`,
+which training validates by as well), decoding without the causal mask, scores by path
+length, the chapter's targets (`measure`), and the command line (`python -m toylib.maze`)."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
+from collections.abc import Callable
 
+import numpy as np
+import torch
+import torch.nn.functional as F
 from torch import nn
 
 from toylib import cli
 from toylib.attention import MultiHeadAttention
-from toylib.maze.dataset import MazeSet, for_config, make_mazes
-from toylib.maze.net import FIRST, MazeConfig, MazeModel, Scores, build_model, score, train
+from toylib.decode import greedy_decode
+from toylib.infer import infer
+from toylib.maze.dataset import (PAD, MazeSet, connections, for_config, invalid_last_move, make_mazes,
+                                 solution_tensor)
+from toylib.maze.net import FIRST, MazeConfig, MazeModel, Memory, build_model, train
 from toylib.maze.post import POST
+from toylib.maze.world import START, STOP, check_pixels, check_solution
 from toylib.targets import Target, format_table, pct, time_target
+
+
+# ----------------------------------------------------------------------------- solving, and scores
+
+
+class _Run(nn.Module):
+    """`fn(model, *batch)` as a module, so that `infer` batches it on the model's device."""
+
+    def __init__(self, model: MazeModel, fn: Callable[..., torch.Tensor]):
+        super().__init__()
+        self.model, self.fn = model, fn
+
+    def forward(self, *batch: torch.Tensor) -> torch.Tensor:
+        return self.fn(self.model, *batch)
+
+
+def _greedy(model: MazeModel, pixels: torch.Tensor, iterations: int | None, memory: Memory | None = None) -> torch.Tensor:
+    """Greedy solutions for a batch of mazes: (batch, R*C + 1) long, padded with PAD."""
+    if memory is None:
+        memory = model.encode(pixels, iterations, keep=False)  # encode once, decode once per step
+    exits_ = connections(pixels)
+    max_len = memory.shape[0] * memory.shape[1] + 1  # START, a path through every tile at most once, STOP
+    start = torch.full((len(pixels), 1), START, device=pixels.device)
+    past = None  # the decoder's keys and values so far: each step pays for its new move alone
+
+    def next_move(moves: torch.Tensor) -> torch.Tensor:  # (batch, N_MOVES)
+        nonlocal past
+        logits, past = model.decode_next(moves, memory, past)
+        return logits
+
+    out = greedy_decode(next_move, start, max_len=max_len, stop=STOP,
+                        done=lambda t: invalid_last_move(t, memory.start, exits_))
+    tokens = F.pad(out.tokens, (0, max_len - out.tokens.shape[1]))  # (batch, max_len)
+    return tokens.masked_fill(torch.arange(max_len, device=pixels.device) >= out.lengths[:, None], PAD)
+
+
+def solve_greedy(model: MazeModel, mazes, iterations: int | None = None, batch_size: int = 250) -> list[list[int]]:
+    """The model's solution of each maze (pixels (n, R*TILE, C*TILE), all of one size, or one
+    maze), decoded greedily: START, then the likeliest move after each prefix, until STOP or
+    the first move the maze does not allow (kept, so that `check_solution` sees it), or a
+    walk as long as the maze has tiles. `iterations`: the looped encoder's (default: tiles)."""
+    pixels = np.asarray(mazes)
+    one = pixels.ndim == 2
+    pixels = np.stack([check_pixels(p) for p in (pixels[None] if one else pixels)])  # (n, R*TILE, C*TILE)
+    out = infer(_Run(model, lambda m, x: _greedy(m, x, iterations)), pixels, batch_size=batch_size)
+    solutions = [row[row != PAD].tolist() for row in out]
+    return solutions[0] if one else solutions
+
+
+def token_accuracy(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch_size: int = 250,
+                   count_padding: bool = False) -> float:
+    """Teacher-forced: the share of the solutions' real tokens (moves and STOP, never padding)
+    that the model predicts from the true moves before them. count_padding=True scores it
+    the post's way: padding counts as a STOP to predict, up to the longest solution."""
+    tokens = solution_tensor(mazes.solutions)  # (n, T)
+    predicted = infer(_Run(model, lambda m, x, t: m.decode(t, m.encode(x, iterations, keep=False))[0].argmax(-1)),
+                      mazes.mazes, tokens[:, :-1].clamp(min=0), batch_size=batch_size)  # (n, T - 1)
+    return _accuracy(predicted, tokens, count_padding)
+
+
+def _accuracy(predicted: torch.Tensor, tokens: torch.Tensor, count_padding: bool = False) -> float:
+    """The share of `tokens[:, 1:]` (n, T - 1) that `predicted` gets right (see `token_accuracy`)."""
+    targets = tokens[:, 1:]
+    if count_padding:
+        return float((predicted == targets.clamp(min=0)).float().mean())
+    real = targets != PAD
+    return float((predicted == targets)[real].float().mean())
+
+
+def _solve_and_predict(model: MazeModel, pixels: torch.Tensor, inputs: torch.Tensor,
+                       iterations: int | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A batch's greedy solutions, teacher-forced predictions and encoder passes per maze
+    (-1 where the encoder does not loop), from one encoding of it."""
+    memory = model.encode(pixels, iterations, keep=False)
+    passes = memory.passes if memory.passes is not None else torch.full((len(pixels),), -1)
+    return _greedy(model, pixels, iterations, memory), model.decode(inputs, memory)[0].argmax(-1), passes
+
+
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """How a model does on a set of mazes: greedy solving, every move checked, and teacher forcing."""
+
+    n: int
+    solved: float  # every move allowed, reaches the end and says STOP there
+    shortest: float  # solved by a path as short as BFS's
+    token_accuracy: float  # teacher-forced, over real tokens only
+    by_length: tuple[tuple[int, int, float, float], ...]  # (shortest-path length, mazes, solved, shortest)
+    passes: tuple[int, ...] = ()  # the encoder passes each maze got, in order (a looped encoder only)
+    lengths: tuple[int, ...] = ()  # each maze's shortest-path length, in order
+
+
+def score(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch_size: int = 250) -> Scores:
+    """Solve every maze of `mazes` greedily and judge each solution with `check_solution`;
+    and `token_accuracy`. Each batch is encoded once for both (the looped encoder is most of
+    the cost): the same numbers as `solve_greedy` and `token_accuracy` give apart."""
+    tokens = solution_tensor(mazes.solutions)  # (n, T)
+    pixels = np.stack([check_pixels(p) for p in mazes.mazes])  # (n, R*TILE, C*TILE)
+    greedy, predicted, passes = infer(_Run(model, lambda m, x, t: _solve_and_predict(m, x, t, iterations)), pixels,
+                              tokens[:, :-1].clamp(min=0), batch_size=batch_size)
+    solutions = [row[row != PAD].tolist() for row in greedy]
+    checks = [check_solution(m, s) for m, s in zip(mazes.mazes, solutions)]
+    length = np.array([c.shortest for c in checks])
+    solved = np.array([c.solved for c in checks])
+    shortest = np.array([c.optimal for c in checks])
+    by_length = tuple((int(k), int((length == k).sum()), float(solved[length == k].mean()),
+                       float(shortest[length == k].mean())) for k in np.unique(length))
+    return Scores(len(checks), float(solved.mean()), float(shortest.mean()), _accuracy(predicted, tokens), by_length,
+                  tuple(passes.tolist()) if bool((passes >= 0).all()) else (), tuple(length.tolist()))
 
 
 # ----------------------------------------------------------------------------- decoding, and scores by length

@@ -1,26 +1,23 @@
 """The maze models: the config, what every maze model does (`MazeModel`), the chapter's looped
-`MazeNet`, the loss, the model solving mazes greedily and its scores (which training validates
-by), and `train`. The post's model is in `post.py`."""
+`MazeNet`, the loss, and `train` (which validates by `measure.score`). The post's model is in
+`post.py`."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from typing import NamedTuple
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from toylib.attention import Decoder, EncoderBlock, KeysValues, Seq2SeqPatterns
-from toylib.decode import greedy_decode
 from toylib.device import pick_device, seed_everything
-from toylib.infer import infer, model_device
-from toylib.maze.dataset import (N_MOVES, PAD, MazeSet, connections, for_config, invalid_last_move, solution_tensor,
-                                 start_tiles, tile_grid, tile_view, walk_tiles, ways_to_end)
-from toylib.maze.world import DIRECTIONS, START, STEP, STOP, TILE, check_pixels, check_solution
+from toylib.infer import model_device
+from toylib.maze.dataset import (N_MOVES, NO_WAY, PAD, MazeSet, connections, for_config, solution_tensor, start_tiles,
+                                 tile_grid, tile_view, walk_tiles, ways_to_end)
+from toylib.maze.world import DIRECTIONS, STEP, TILE
 from toylib.train import Callback, History, TrainOptions, fit, minibatches, stop_when
 
 
@@ -50,19 +47,22 @@ class MazeConfig:
     radius: int = 2  # looped: cross-attention learns a bias per offset up to this many tiles away
     # looped: what makes it search mazes of any size (all off in FIRST, the chapter's first model)
     ways: float = 1.0  # weight of a second loss: every tile's way to the end (`ways_to_end`), read from its state
+    # weight of the way loss at every pass before the last: a tile says NO_WAY until the end's news could
+    # have reached it, one tile a pass (`wave_targets`), so that no tile commits to a way on a guess
+    wave: float = 1.0
     squash: float = 3.0  # after every pass each state number is squash * tanh(x / squash): bounded, so it settles
     window: bool = True  # cross-attention reads only the tiles within `radius` of the walker
     extra_passes: int = 10  # passes past what a maze needs: in training past its farthest tile, solving past its tiles
     pad_as_stop: bool = False  # train padding as STOP, as the post does (False: padding is left out)
     embed: bool = False  # post only: the same inputs through learned embeddings, not as raw numbers
-    steps: int = 1100  # at most this many batches (cosine decay over them); training stops sooner at `stop_at`
+    steps: int = 800  # at most this many batches (cosine decay over them); training stops sooner at `stop_at`
     batch_size: int = 64
     lr: float = 3e-3  # peak learning rate (AdamW); at 6e-3 some seeds' validation score collapsed mid-run
     grad_clip: float | None = 1.0  # clip the gradient norm: unclipped, FIRST lost seed 2 at 3e-3 and seed 5 at 6e-3
     weight_decay: float = 0.0
     warmup: int = 100  # steps of linear warm-up
     schedule: str = "cosine"  # "constant" or "cosine" after the warm-up
-    eval_every: int = 1100  # steps between validations (greedy solving of the validation mazes)
+    eval_every: int = 800  # steps between validations (greedy solving of the validation mazes)
     # stop once this share of the validation mazes is solved by a shortest path (None: train every step). The
     # 5x5 validation mazes are all solved long before the search carries far: stopping there kept weak searches
     stop_at: float | None = None
@@ -84,12 +84,14 @@ class MazeConfig:
             raise ValueError("n_encoder_layers, n_decoder_layers and d_mlp must be at least 1")
         if self.radius < 1:
             raise ValueError(f"radius must be at least 1 (the current tile and its neighbours), got {self.radius}")
-        if self.model == "post" and (self.ways or self.squash or self.window or self.extra_passes):
-            raise ValueError("ways, squash, window and extra_passes change the looped model; the post's has none: "
-                             "set ways=0, squash=0, window=False and extra_passes=0, as POST does")
-        if self.ways < 0 or self.squash < 0 or self.extra_passes < 0:
-            raise ValueError(f"ways, squash and extra_passes must be >= 0, got {self.ways}, {self.squash}, "
-                             f"{self.extra_passes}")
+        if self.model == "post" and (self.ways or self.wave or self.squash or self.window or self.extra_passes):
+            raise ValueError("ways, wave, squash, window and extra_passes change the looped model; the post's has "
+                             "none: set ways=0, wave=0, squash=0, window=False and extra_passes=0, as POST does")
+        if min(self.ways, self.wave, self.squash, self.extra_passes) < 0:
+            raise ValueError(f"ways, wave, squash and extra_passes must be >= 0, got {self.ways}, {self.wave}, "
+                             f"{self.squash}, {self.extra_passes}")
+        if self.wave and not self.ways:
+            raise ValueError("wave weighs the way loss at every pass: it needs a way head (ways > 0)")
         if self.batch_size < 1 or self.n_train < 1:
             raise ValueError(f"batch_size and n_train must be positive, got {self.batch_size}, {self.n_train}")
 
@@ -102,8 +104,8 @@ class MazeConfig:
 # The chapter's first looped model (before it was taught to search): unbounded states, one encoder pass per
 # tile, a decoder that reads every tile, trained at 6e-3 and stopped by the 5x5 validation mazes. Seed 0 solved
 # 93 % of 8x8 mazes with paths of 19 to 40 moves, and 22 % of 16x16 mazes with no loops (issue 26's figures).
-FIRST = MazeConfig(ways=0.0, squash=0.0, window=False, extra_passes=0, lr=6e-3, steps=1100, eval_every=200,
-                   stop_at=0.998)
+FIRST = MazeConfig(ways=0.0, wave=0.0, squash=0.0, window=False, extra_passes=0, lr=6e-3, steps=1100,
+                   eval_every=200, stop_at=0.998)
 
 
 # ----------------------------------------------------------------------------- the models
@@ -119,6 +121,9 @@ class Memory(NamedTuple):
     start: torch.Tensor  # (batch, 2) long: the start tile
     shape: tuple[int, int]  # (R, C): the maze's size in tiles
     passes: torch.Tensor | None = None  # (batch,) long: the passes a looped encoder ran on each maze
+    # (batch, passes, tiles, d): the states after every pass (normalised as `states`), if asked for;
+    # a maze that stopped before the last keeps its states
+    trace: torch.Tensor | None = None
 
 
 class MazeModel(nn.Module):
@@ -217,7 +222,7 @@ class MazeNet(MazeModel):
         return beside, exits_.flatten(1, 2).transpose(1, 2)
 
     def encode(self, pixels: torch.Tensor, iterations: int | None = None,
-               keep: bool = True) -> Memory:
+               keep: bool = True, trace: bool = False) -> Memory:
         tiles = tile_view(pixels)  # (batch, R, C, TILE, TILE)
         b, rows, cols = tiles.shape[:3]
         one_hot = F.one_hot(tiles.long(), 4).flatten(3).float()
@@ -247,7 +252,9 @@ class MazeNet(MazeModel):
             # (4, tiles): each tile's neighbour along each direction, and
             # (batch, 4, tiles): whether the two connect
             beside, border = self.borders(exits_)
+            direction = [h % 4 for h in range(self.config.n_heads)]
         passes = torch.zeros(b, dtype=torch.long, device=x.device)  # per maze
+        states = []  # with trace: (batch, tiles, d) after each pass
         for _ in range(iterations or rows * cols + self.config.extra_passes):
             # every iteration sees the tile afresh beside what it has learned
             # so far ("recall"): many updates never dilute the tile's pixels
@@ -255,14 +262,19 @@ class MazeNet(MazeModel):
             # training reads `tile` itself: through a view, the gradients of
             # its two uses would add up in another order, and change training
             tile_live = tile[live] if settle else tile
-            y, pattern = self.step(x_live + tile_live, bias[live], offsets)
+            if search:  # a tile moves if it or a neighbour moved last pass
+                before = moved[live] > STILL  # (live, tiles)
+                woken = before | (border[live] & before[:, beside]).any(1)
+            if search and not keep:  # only they take the pass (a look sees all)
+                y = self.pass_woken(x_live + tile_live, bias[live], woken,
+                                    beside[direction])
+            else:
+                y, pattern = self.step(x_live + tile_live, bias[live], offsets)
             y = y - tile_live  # (live, tiles, d)
             passes[live] += 1
             if squash:  # a waiting state stops at the bound
                 y = squash * torch.tanh(y / squash)
-            if search:  # a tile moves if it or a neighbour moved last pass
-                before = moved[live] > STILL  # (live, tiles)
-                woken = before | (border[live] & before[:, beside]).any(1)
+            if search:
                 y = torch.where(woken[..., None], y, x_live)
                 moved[live] = (y - x_live).abs().amax(-1)
             if keep:  # (live, head, tiles, 2): the tile, its neighbour
@@ -272,8 +284,12 @@ class MazeNet(MazeModel):
                 patterns.append(pattern)
             if not settle:
                 x = y  # (batch, tiles, d)
+                if trace:
+                    states.append(x)
                 continue
             x = x.index_copy(0, live, y)
+            if trace:  # a maze that stopped stays as it was
+                states.append(x)
             still = (y - x_live).abs().flatten(1).amax(1) <= SETTLED  # (live,)
             if self.way_head is not None:  # each tile's way to the end, so far
                 way = self.way_head(self.ln_memory(y)).argmax(-1)  # live, tiles
@@ -285,7 +301,31 @@ class MazeNet(MazeModel):
                 break
         kept = torch.stack(patterns, 1) if keep else None
         start = start_tiles(pixels)
-        return Memory(self.ln_memory(x), kept, start, (rows, cols), passes)
+        traced = self.ln_memory(torch.stack(states, 1)) if trace else None
+        return Memory(self.ln_memory(x), kept, start, (rows, cols), passes,
+                      traced)
+
+    def pass_woken(self, h: torch.Tensor, bias: torch.Tensor, woken: torch.Tensor,
+                   beside: torch.Tensor) -> torch.Tensor:
+        """One pass of the encoder's block for the `woken` tiles (mazes, tiles) alone: h
+        (mazes, tiles, d) as `step` reads it, its bias (mazes, head, tiles, 2), beside (head,
+        tiles) each head's neighbour of each tile. The woken tiles and their neighbours are
+        gathered into one sequence, each head reading its neighbour by a per-token offset, so
+        the pass costs as the tiles still moving, not the maze. Returns h with the woken rows
+        replaced by the block's output (the rest are the caller's to keep)."""
+        # (U,) each: the woken tiles and the tiles they read (a neighbour
+        # relation is mutual, so a tile beside a woken one in any direction)
+        need = woken | woken[:, beside].any(1)  # (mazes, tiles)
+        maze, tile = need.nonzero(as_tuple=True)
+        at = torch.full(need.shape, -1, device=h.device)  # place in the sequence
+        at[maze, tile] = torch.arange(len(maze), device=h.device)
+        there = at[maze, beside[:, tile]]  # (head, U): the neighbour's place
+        # a gathered tile whose neighbour was not gathered is not woken: it reads
+        # itself, and its output is dropped
+        offsets = torch.where(there >= 0, there - at[maze, tile], 0)  # (head, U)
+        out = self.step(h[maze, tile][None], bias[maze, :, tile].transpose(0, 1)[None], offsets)[0][0]  # (U, d)
+        kept = woken[maze, tile]  # (U,)
+        return h.index_put((maze[kept], tile[kept]), out[kept])
 
     def cross_bias(self, here: torch.Tensor, memory: Memory) -> torch.Tensor:
         """(batch, head, T, tiles): the learned bias for the offset from
@@ -354,7 +394,10 @@ def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor],
     inputs, targets = tokens[:, :-1].clamp(min=0), tokens[:, 1:]  # padding reads as STOP, after the real STOP
     if model.config.pad_as_stop:
         targets = targets.clamp(min=0)
-    memory = model.encode(pixels, iterations, keep=False)  # the loss reads no pattern
+    wave = model.config.wave and iterations is not None
+    # the loss reads no pattern; with the wave, the states after every pass
+    memory = (model.encode(pixels, iterations, keep=False, trace=True) if wave
+              else model.encode(pixels, iterations, keep=False))
     logits = model.decode(inputs, memory)[0]  # (batch, T - 1, N_MOVES)
     loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
     real = targets != PAD
@@ -365,115 +408,28 @@ def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor],
         way_loss = -torch.logsumexp(logp.masked_fill(~ways, -math.inf), -1).mean()
         loss = loss + model.config.ways * way_loss
         metrics["way_loss"] = way_loss.item()
+    if wave:  # every pass but the last: the ways known so far, NO_WAY where the news is still on its way
+        ways, distance = ways_to_end(pixels)
+        targets = wave_targets(ways, distance, iterations - 1)  # (batch, passes, tiles, N_MOVES + 1)
+        logp = F.log_softmax(model.way_head(memory.trace[:, :-1]), -1)  # (batch, passes, tiles, N_MOVES + 1)
+        wave_loss = -torch.logsumexp(logp.masked_fill(~targets, -math.inf), -1).mean()
+        loss = loss + model.config.wave * wave_loss
+        metrics["wave_loss"] = wave_loss.item()
     return loss, metrics
 
 
-# ----------------------------------------------------------------------------- solving, and scores
-
-
-class _Run(nn.Module):
-    """`fn(model, *batch)` as a module, so that `infer` batches it on the model's device."""
-
-    def __init__(self, model: MazeModel, fn: Callable[..., torch.Tensor]):
-        super().__init__()
-        self.model, self.fn = model, fn
-
-    def forward(self, *batch: torch.Tensor) -> torch.Tensor:
-        return self.fn(self.model, *batch)
-
-
-def _greedy(model: MazeModel, pixels: torch.Tensor, iterations: int | None, memory: Memory | None = None) -> torch.Tensor:
-    """Greedy solutions for a batch of mazes: (batch, R*C + 1) long, padded with PAD."""
-    if memory is None:
-        memory = model.encode(pixels, iterations, keep=False)  # encode once, decode once per step
-    exits_ = connections(pixels)
-    max_len = memory.shape[0] * memory.shape[1] + 1  # START, a path through every tile at most once, STOP
-    start = torch.full((len(pixels), 1), START, device=pixels.device)
-    past = None  # the decoder's keys and values so far: each step pays for its new move alone
-
-    def next_move(moves: torch.Tensor) -> torch.Tensor:  # (batch, N_MOVES)
-        nonlocal past
-        logits, past = model.decode_next(moves, memory, past)
-        return logits
-
-    out = greedy_decode(next_move, start, max_len=max_len, stop=STOP,
-                        done=lambda t: invalid_last_move(t, memory.start, exits_))
-    tokens = F.pad(out.tokens, (0, max_len - out.tokens.shape[1]))  # (batch, max_len)
-    return tokens.masked_fill(torch.arange(max_len, device=pixels.device) >= out.lengths[:, None], PAD)
-
-
-def solve_greedy(model: MazeModel, mazes, iterations: int | None = None, batch_size: int = 250) -> list[list[int]]:
-    """The model's solution of each maze (pixels (n, R*TILE, C*TILE), all of one size, or one
-    maze), decoded greedily: START, then the likeliest move after each prefix, until STOP or
-    the first move the maze does not allow (kept, so that `check_solution` sees it), or a
-    walk as long as the maze has tiles. `iterations`: the looped encoder's (default: tiles)."""
-    pixels = np.asarray(mazes)
-    one = pixels.ndim == 2
-    pixels = np.stack([check_pixels(p) for p in (pixels[None] if one else pixels)])  # (n, R*TILE, C*TILE)
-    out = infer(_Run(model, lambda m, x: _greedy(m, x, iterations)), pixels, batch_size=batch_size)
-    solutions = [row[row != PAD].tolist() for row in out]
-    return solutions[0] if one else solutions
-
-
-def token_accuracy(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch_size: int = 250,
-                   count_padding: bool = False) -> float:
-    """Teacher-forced: the share of the solutions' real tokens (moves and STOP, never padding)
-    that the model predicts from the true moves before them. count_padding=True scores it
-    the post's way: padding counts as a STOP to predict, up to the longest solution."""
-    tokens = solution_tensor(mazes.solutions)  # (n, T)
-    predicted = infer(_Run(model, lambda m, x, t: m.decode(t, m.encode(x, iterations, keep=False))[0].argmax(-1)),
-                      mazes.mazes, tokens[:, :-1].clamp(min=0), batch_size=batch_size)  # (n, T - 1)
-    return _accuracy(predicted, tokens, count_padding)
-
-
-def _accuracy(predicted: torch.Tensor, tokens: torch.Tensor, count_padding: bool = False) -> float:
-    """The share of `tokens[:, 1:]` (n, T - 1) that `predicted` gets right (see `token_accuracy`)."""
-    targets = tokens[:, 1:]
-    if count_padding:
-        return float((predicted == targets.clamp(min=0)).float().mean())
-    real = targets != PAD
-    return float((predicted == targets)[real].float().mean())
-
-
-def _solve_and_predict(model: MazeModel, pixels: torch.Tensor, inputs: torch.Tensor,
-                       iterations: int | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """A batch's greedy solutions, teacher-forced predictions and encoder passes per maze
-    (-1 where the encoder does not loop), from one encoding of it."""
-    memory = model.encode(pixels, iterations, keep=False)
-    passes = memory.passes if memory.passes is not None else torch.full((len(pixels),), -1)
-    return _greedy(model, pixels, iterations, memory), model.decode(inputs, memory)[0].argmax(-1), passes
-
-
-@dataclasses.dataclass(frozen=True)
-class Scores:
-    """How a model does on a set of mazes: greedy solving, every move checked, and teacher forcing."""
-
-    n: int
-    solved: float  # every move allowed, reaches the end and says STOP there
-    shortest: float  # solved by a path as short as BFS's
-    token_accuracy: float  # teacher-forced, over real tokens only
-    by_length: tuple[tuple[int, int, float, float], ...]  # (shortest-path length, mazes, solved, shortest)
-    passes: tuple[int, ...] = ()  # the encoder passes each maze got, in order (a looped encoder only)
-    lengths: tuple[int, ...] = ()  # each maze's shortest-path length, in order
-
-
-def score(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch_size: int = 250) -> Scores:
-    """Solve every maze of `mazes` greedily and judge each solution with `check_solution`;
-    and `token_accuracy`. Each batch is encoded once for both (the looped encoder is most of
-    the cost): the same numbers as `solve_greedy` and `token_accuracy` give apart."""
-    tokens = solution_tensor(mazes.solutions)  # (n, T)
-    pixels = np.stack([check_pixels(p) for p in mazes.mazes])  # (n, R*TILE, C*TILE)
-    greedy, predicted, passes = infer(_Run(model, lambda m, x, t: _solve_and_predict(m, x, t, iterations)), pixels,
-                              tokens[:, :-1].clamp(min=0), batch_size=batch_size)
-    solutions = [row[row != PAD].tolist() for row in greedy]
-    checks = [check_solution(m, s) for m, s in zip(mazes.mazes, solutions)]
-    length = np.array([c.shortest for c in checks])
-    solved = np.array([c.solved for c in checks])
-    shortest = np.array([c.optimal for c in checks])
-    by_length = tuple((int(k), int((length == k).sum()), float(solved[length == k].mean()),
-                       float(shortest[length == k].mean())) for k in np.unique(length))
-    return Scores(len(checks), float(solved.mean()), float(shortest.mean()), _accuracy(predicted, tokens), by_length,
-                  tuple(passes.tolist()) if bool((passes >= 0).all()) else (), tuple(length.tolist()))
+def wave_targets(ways: torch.Tensor, distance: torch.Tensor, passes: int) -> torch.Tensor:
+    """What each tile may know after each of the first `passes` passes, (batch, passes, tiles,
+    N_MOVES + 1) bool: after pass k (from 1) the tiles fewer than k moves from the end know
+    their ways (`ways`, (batch, tiles, N_MOVES + 1)); every other tile says NO_WAY, since a
+    pass carries news one tile. `distance` (batch, tiles), inf where the end is not reached."""
+    if passes < 0:
+        raise ValueError(f"passes must be >= 0, got {passes}")
+    after = torch.arange(1, passes + 1, device=ways.device)  # (passes,)
+    known = distance[:, None] < after[None, :, None]  # (batch, passes, tiles)
+    waiting = torch.zeros_like(ways[0, 0])  # (N_MOVES + 1,): NO_WAY alone
+    waiting[NO_WAY] = True
+    return torch.where(known[..., None], ways[:, None], waiting)
 
 
 # ----------------------------------------------------------------------------- training
@@ -511,6 +467,8 @@ def train(config: MazeConfig, data: dict[str, MazeSet] | None = None, device: to
             # up to extra_passes past the tiles (capped past the farthest tile instead, see Results, it failed)
             iterations = int(torch.randint(longest, rows * cols + config.extra_passes + 1, (), generator=gen))
         return maze_loss(m, batch, iterations)
+
+    from toylib.maze.measure import score  # here, not at the top: measure.py builds on net.py
 
     def evaluate(m):
         s = score(m, data["val"])

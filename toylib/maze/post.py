@@ -96,6 +96,6 @@ class PostMazeNet(MazeModel):
 # train it for about half as long as the chapter's model trains (about 105 s; more would not fit
 # the chapter's 4 minutes); the post trained 2,000 epochs of 10 steps, about 45 hours.
 POST = MazeConfig(model="post", d_model=32, n_heads=8, d_mlp=512, n_encoder_layers=4, n_decoder_layers=10,
-                  ways=0.0, squash=0.0, window=False, extra_passes=0,  # the looped model's search: none here
+                  ways=0.0, wave=0.0, squash=0.0, window=False, extra_passes=0,  # the looped model's search: none here
                   pad_as_stop=True, lr=1e-4, grad_clip=None, batch_size=1024, warmup=0, schedule="constant",
                   steps=16, eval_every=8, stop_at=None)
