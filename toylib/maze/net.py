@@ -166,8 +166,10 @@ class MazeNet(MazeModel):
     which way the end lies from neighbours that already know: a breadth-first search from
     the end, one ring of tiles per iteration. Patterns are (batch, iteration, head, tile, 2):
     over the tile itself and that neighbour. With `ways`, a way head reads every tile's way
-    to the end from its state; with `squash`, the states are bounded, and without a given
-    count the passes stop once the answer holds (see `encode`); else one pass per tile.
+    to the end from its state (with `wave`, training holds it after every pass to what the
+    end's news could have told the tile); with `squash`, the states are bounded, and without
+    a given count the passes stop once the answer holds (see `encode`), each pass computing
+    only the tiles still moving (`pass_woken`); else one pass per tile.
 
     Decoder: a token per move so far, the move alone; where the walker stands enters only
     through cross-attention, whose score to each tile gets a learned bias (per head) for the
