@@ -15,7 +15,7 @@ import torch
 
 from toylib.attention import DecoderBlock
 from toylib.draws import stream
-from toylib.infer import infer, model_device
+from toylib.infer import evaluating, infer, model_device
 from toylib.live import Live, weights
 from toylib.maze.dataset import NO_WAY, PAD, MazeSet, solution_tensor, start_tiles, walk_tiles, ways_to_end
 from toylib.maze.measure import _Run, solve_greedy
@@ -129,15 +129,10 @@ def wave(model: MazeNet, mazes) -> Wave:
         raise ValueError("the wave is read by the way head: model must be a MazeNet with ways > 0")
     pixels = np.asarray(mazes)
     pixels = np.stack([check_pixels(p) for p in (pixels[None] if pixels.ndim == 2 else pixels)])
-    x = torch.from_numpy(pixels).to(model_device(model))
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            trace = model.encode(x, keep=False, trace=True).trace  # (n, P, tiles, d)
-            named = model.way_head(trace).argmax(-1)  # (n, P, tiles)
-    finally:
-        model.train(was_training)
+    with evaluating(model) as device:
+        x = torch.from_numpy(pixels).to(device)
+        trace = model.encode(x, keep=False, trace=True).trace  # (n, P, tiles, d)
+        named = model.way_head(trace).argmax(-1)  # (n, P, tiles)
     ways, distance = ways_to_end(x)  # (n, tiles, N_MOVES + 1), (n, tiles)
     reachable = distance < torch.inf  # (n, tiles)
     after = torch.arange(1, named.shape[1] + 1, device=x.device)[None, :, None]  # (1, P, 1)
