@@ -108,7 +108,7 @@ def test_maze():
 def test_sokoban():
     from toylib.sokoban import dataset, look, measure, net
 
-    data = dataset.for_config(net.SokobanConfig(n_solvable=10, n_unsolvable=10, n_held_out=16), n_val=0)
+    data = dataset.for_config(net.SokobanConfig(n_solvable=10, n_unsolvable=10, n_held_out=16, n_starts=10), n_val=0)
     model = net.SokobanPolicy(net.SokobanConfig()).to(DEVICE)
     boards, optimal = measure.solvable_boards(data["held_out"], limit=3)
     acc = net.accuracies(model, data["held_out"])

@@ -58,8 +58,8 @@ def replay(board, actions):
 
 
 def small(**changes):
-    """A config whose data is small: 30 + 30 training boards, 40 held out."""
-    return net.SokobanConfig(**{"n_solvable": 30, "n_unsolvable": 30, "n_held_out": 40, **changes})
+    """A config whose data is small: 30 + 30 training boards, 40 held out, 40 start boards."""
+    return net.SokobanConfig(**{"n_solvable": 30, "n_unsolvable": 30, "n_held_out": 40, "n_starts": 40, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -691,11 +691,13 @@ def test_side_by_side_training_learns_what_training_alone_learns(data):
         net.train_side_by_side(configs, data, device="cpu", workers=0)
 
 
-def test_the_command_line_trains_and_measures_through_the_chapter_contract():
-    # the chapter's CHAPTER, with 4 validation boards instead of N_VAL: a few seconds in all
+def test_the_command_line_trains_and_measures_through_the_chapter_contract(monkeypatch):
+    # the chapter's CHAPTER, with 4 validation boards instead of N_VAL and 10 of the other
+    # generator's instead of OTHER_BOARDS: a few seconds in all
+    monkeypatch.setattr(measure, "OTHER_BOARDS", 10)
     chapter = dataclasses.replace(measure.CHAPTER, for_config=lambda c: dataset.for_config(c, n_val=4))
     tiny = dict(d_model=16, n_heads=2, n_layers=2, channels=8, conv_layers=2, n_ctx=8, steps=4, eval_every=2,
-                n_solvable=5, n_unsolvable=5, n_held_out=10)
+                n_solvable=5, n_unsolvable=5, n_held_out=10, n_starts=10, start_batch=16)
     targets, seconds = cli.benchmark(chapter, seed=0, device="cpu", **tiny)
     assert targets[0].measure == "solve rate, beam 32, 5 held-out boards" and seconds > 0
     assert not [t for t in targets if t.machine]  # the time target is the notebook's: data and both models
@@ -704,3 +706,116 @@ def test_the_command_line_trains_and_measures_through_the_chapter_contract():
     text = " ".join(cli.parser(measure.CHAPTER).format_help().split())
     assert "--data-seed" in text and "--no-history" in text and "--beam-boards" not in text
     assert cli.configure(measure.CHAPTER, {"batch_size": 8}) == net.SokobanConfig(batch_size=8)
+
+
+# ----------------------------------------------------------------------------- the second edition (issue 25)
+
+
+def _walk_region(board):
+    """The squares the player reaches without pushing the box: BFS over the floor."""
+    step, seen, todo = world.neighbours(board.shape), {board.player}, [board.player]
+    while todo:
+        for n in step[todo.pop()]:
+            if n >= 0 and not board.walls[n] and n != board.box and n not in seen:
+                seen.add(n)
+                todo.append(n)
+    region = np.zeros(len(board.walls))
+    region[list(seen)] = 1
+    return region.reshape(board.shape)
+
+
+def test_walkable_is_the_players_region_by_bfs(boards):
+    found = [b for b, _ in boards] + [world.from_xsb(t) for t in (ROUND, CORNER, ALONG_THE_WALL)]
+    planes = torch.from_numpy(np.stack([world.to_channels(b) for b in found]))
+    region = net.walkable(planes)
+    assert region.shape == (len(found), 1, 8, 8)
+    for b, r in zip(found, region[:, 0].numpy()):
+        assert (r == _walk_region(b)).all(), b
+    goal = torch.from_numpy(world.encode(found[0].grid, found[0].goal, found[0].goal, -1))[None]
+    assert not net.walkable(goal).any()  # the goal board has no player
+
+
+def test_the_encoder_reads_the_region_as_its_sixth_plane_and_the_post_s_five_without_it(boards):
+    found = [b for b, _ in boards[:20]]
+    planes = torch.from_numpy(np.stack([world.to_channels(b) for b in found]))
+    seen = []
+    for region, channels in ((True, 6), (False, 5)):
+        encoder = net.SokobanPolicy(tiny_config(region=region)).encoder
+        hook = encoder.first.register_forward_pre_hook(lambda m, args: seen.append(args[0]))
+        encoder(planes)
+        hook.remove()
+        assert encoder.first.in_channels == channels and seen[-1].shape[1] == channels
+    assert (seen[0][:, 5].numpy() == np.stack([_walk_region(b) for b in found])).all()
+    assert torch.equal(seen[0][:, :5], seen[1])
+
+
+def test_the_start_loss_is_the_nsteps_cross_entropy_at_the_start_board_alone(data):
+    starts = data["starts"]
+    assert len(starts) == 8 * 40 and (starts.lengths == 1).all() and starts.solvable.sum() == 8 * 20
+    assert not starts.policy_mask.any() and (starts.actions == -1).all()
+    classes = [dataset.nsteps_class(None if n < 0 else int(n)) for n in starts.solution_length]
+    assert starts.nsteps[:, 0].tolist() == classes
+    torch.manual_seed(0)
+    model = net.SokobanPolicy(tiny_config())
+    batch = net._batch(starts, np.arange(16), 1)
+    loss = net.start_loss(model, batch)
+    with torch.no_grad():
+        logits = model(batch[0], batch[1])[1][:, 0]
+    by_hand = -torch.log_softmax(logits, -1)[torch.arange(16), batch[5][:, 0]].mean()
+    assert loss.item() == pytest.approx(by_hand.item(), rel=1e-5)
+    entries = net._batch(data["train"], np.arange(8))
+    both, metrics = net.loss_with_starts(model, (entries, batch))
+    alone, _ = net.sokoban_loss(model, entries)
+    assert both.item() == pytest.approx(alone.item() + loss.item(), rel=1e-5)
+    assert metrics["start_loss"] == pytest.approx(loss.item(), rel=1e-5)
+
+
+def test_start_boards_are_new_boards_and_training_needs_them_when_asked(data):
+    keys = {name: {world.canonical_key(d.board(int(i))) for i in np.flatnonzero(d.symmetry == 0)}
+            for name, d in data.items()}
+    assert len(keys["starts"]) == 40
+    assert not keys["starts"] & (keys["train"] | keys["val"] | keys["held_out"])
+    assert dataset.start_keys(data) == set().union(*keys.values())
+    without = {k: v for k, v in data.items() if k != "starts"}
+    with pytest.raises(ValueError, match="starts"):
+        net.train(tiny_config(steps=1), without, progress=False)
+    net.train(tiny_config(steps=1, n_starts=0, start_batch=0), without, progress=False)  # the post's way
+    with pytest.raises(ValueError, match="start_batch"):
+        net.SokobanConfig(n_starts=0)
+    with pytest.raises(ValueError, match="more than the 320 there are"):
+        net.train(tiny_config(steps=1, start_batch=321), data, progress=False)
+
+
+def test_the_second_generator_walks_corridors_inside_the_border():
+    for seed in range(200):
+        board = world.walked_board(np.random.default_rng(seed))
+        floor = ~board.grid
+        assert not floor[0].any() and not floor[-1].any() and not floor[:, 0].any() and not floor[:, -1].any()
+        assert 14 <= floor.sum() <= 26
+        assert len({board.goal, board.box}) == 2 and board.player != board.box
+        # one walk carved it: every floor square is reached from the player's, over the floor
+        step, seen, todo = world.neighbours(board.shape), {board.player}, [board.player]
+        while todo:
+            for n in step[todo.pop()]:
+                if n >= 0 and not board.walls[n] and n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        assert len(seen) == floor.sum()
+    assert world.walked_board(np.random.default_rng(1)) == world.walked_board(np.random.default_rng(1))
+    for bad in (dict(floor=(2, 10)), dict(floor=(20, 10)), dict(floor=(10, 40)), dict(keep_heading=1.5),
+                dict(size=3)):
+        with pytest.raises(ValueError):
+            world.walked_board(np.random.default_rng(0), **bad)
+
+
+def test_other_boards_are_half_solvable_new_and_seeded(data):
+    seen = dataset.start_keys(data)
+    other = dataset.other_boards(20, 0, seen)
+    assert len(other) == 20 and other.solvable.sum() == 10 and not other.symmetry.any()
+    keys = {world.canonical_key(other.board(i)) for i in range(20)}
+    assert len(keys) == 20 and not keys & seen
+    again = dataset.other_boards(20, 0, seen)
+    assert (again.walls == other.walls).all() and (again.box == other.box).all()
+    for i in range(20):
+        solution = world.shortest_solution(other.board(i))
+        assert (solution is not None) == other.solvable[i]

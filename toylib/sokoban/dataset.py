@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +29,7 @@ from toylib.sokoban.world import (
     optimal_moves,
     push_distance,
     random_board,
+    walked_board,
 )
 
 if TYPE_CHECKING:
@@ -90,6 +91,14 @@ def make_entry(board: Board, table: dict[tuple[int, int], int] | None = None,
             bad = options[int(rng.integers(len(options)))]
             actions[bad[0] : bad[0]] = [bad[1], UNDO]
     return _replay(board, actions, table, bad[0] if bad else None)
+
+
+def start_entry(board: Board, table: dict[tuple[int, int], int] | None = None) -> Entry:
+    """The entry of a start board alone: its nsteps class (from `table`, its `moves_to_goal`,
+    when at hand) and nothing else to learn, for the start loss (`net.start_loss`)."""
+    table = moves_to_goal(board) if table is None else table
+    shortest = table.get((board.box, board.player))
+    return Entry((board,), (-1,), (False,), (nsteps_class(shortest),), ((),), shortest)
 
 
 def _values(play: Play, table: dict[tuple[int, int], int]) -> list[float]:
@@ -210,17 +219,17 @@ def augment(data: SokobanSet) -> SokobanSet:
 
 
 def draw_boards(n_solvable: int, n_unsolvable: int, rng: np.random.Generator, seen: set | None = None,
-                **generator) -> list[tuple[Board, dict[tuple[int, int], int] | None]]:
-    """Draw boards from `random_board(rng, **generator)` until there are `n_solvable` that can be
-    solved and `n_unsolvable` that cannot, in the order drawn, each with its `moves_to_goal`
-    table (None when it cannot be solved). A board whose `canonical_key` is in `seen` is
+                make: Callable[..., Board] = random_board, **generator) -> list[tuple[Board, dict | None]]:
+    """Draw boards from `make(rng, **generator)` (the post's generator, or `walked_board`) until
+    there are `n_solvable` that can be solved and `n_unsolvable` that cannot, in the order
+    drawn, each with its `moves_to_goal` table (None when it cannot be solved). A board whose `canonical_key` is in `seen` is
     skipped, and those kept join `seen`: no board twice, nor a rotated or mirrored twin."""
     if n_solvable < 0 or n_unsolvable < 0:
         raise ValueError(f"the numbers of boards must be >= 0, got {n_solvable} and {n_unsolvable}")
     want = [n_unsolvable, n_solvable]  # still wanted: [unsolvable, solvable]
 
     def draw() -> tuple[Board, dict, bool]:
-        board = random_board(rng, **generator)
+        board = make(rng, **generator)
         # Nine dead boards in ten show it at once: their box could not reach the goal even if the
         # player could always get behind it. Backward BFS answers for the rest, exhaustively.
         table = moves_to_goal(board) if push_distance(board) < math.inf else {}
@@ -229,7 +238,7 @@ def draw_boards(n_solvable: int, n_unsolvable: int, rng: np.random.Generator, se
     fresh = distinct(draw, key=lambda drawn: canonical_key(drawn[0]), seen=set() if seen is None else seen,
                      max_draws=budget(n_solvable + n_unsolvable), keep=lambda drawn: want[drawn[2]] > 0,
                      what=f"of {n_solvable} solvable and {n_unsolvable} unsolvable new boards "
-                          f"(generator settings {generator})")
+                          f"({make.__name__}, settings {generator})")
     kept = []
     while want[0] or want[1]:
         board, table, solvable = next(fresh)
@@ -247,17 +256,38 @@ def for_config(config: SokobanConfig, n_val: int = N_VAL) -> dict[str, SokobanSe
     `config.n_solvable` + `config.n_unsolvable` boards with their entries (P_DETOUR of the
     solvable ones making one bad move and undoing it) under all 8 symmetries; "held_out",
     `config.n_held_out` boards, half of them solvable, one entry each without detours or
-    symmetries; and "val", `n_val` more boards like the held-out ones (N_VAL, not a config
+    symmetries; "val", `n_val` more boards like the held-out ones (N_VAL, not a config
     field, so that the config the chapter prints stays the post's), for choosing when to stop
-    training. No board, nor a rotated or mirrored twin of one, is in two of them. The
-    held-out boards are drawn first, then the validation boards, so they stay the same when
-    only the training sizes change."""
+    training; and "starts", `config.n_starts` more boards, half of them solvable, each an
+    entry of its start board alone (`start_entry`) under all 8 symmetries, for the start
+    loss. No board, nor a rotated or mirrored twin of one, is in two of them. The held-out
+    boards are drawn first, then the validation boards, then the training boards, so each
+    stays the same when only the sizes after it change."""
     rng, seen = stream(config.data_seed), set()  # one generator draws the three sets in turn
     held_out = draw_boards((config.n_held_out + 1) // 2, config.n_held_out // 2, rng, seen)
     val = draw_boards((n_val + 1) // 2, n_val // 2, rng, seen)
     train = draw_boards(config.n_solvable, config.n_unsolvable, rng, seen)
+    starts = draw_boards((config.n_starts + 1) // 2, config.n_starts // 2, rng, seen)
     return {
         "train": augment(to_set([make_entry(b, t or {}, rng, P_DETOUR if t else 0.0) for b, t in train])),
+        "starts": augment(to_set([start_entry(b, t or {}) for b, t in starts])),
         "val": to_set([make_entry(b, t or {}) for b, t in val]),
         "held_out": to_set([make_entry(b, t or {}) for b, t in held_out]),
     }
+
+
+def start_keys(data: dict[str, SokobanSet]) -> set:
+    """The `canonical_key` of every start board in `data` (each board once, not its 8
+    symmetric variants)."""
+    return {canonical_key(d.board(int(i))) for d in data.values() for i in np.flatnonzero(d.symmetry == 0)}
+
+
+def other_boards(n: int, data_seed: int, seen: set | None = None) -> SokobanSet:
+    """`n` boards from the book's second generator (`world.walked_board`), which no policy
+    trains on, half of them solvable, one entry each as the held-out boards have: for judging
+    a policy on board shapes its generator never made. They come from the "test" stream of
+    `data_seed` (`toylib.draws.stream`), not from the generator of `for_config`; a board whose
+    `canonical_key` is in `seen` (`start_keys` of the data) is skipped."""
+    drawn = draw_boards((n + 1) // 2, n // 2, stream(data_seed, "test"), set() if seen is None else set(seen),
+                        make=walked_board)
+    return to_set([make_entry(b, t or {}) for b, t in drawn])

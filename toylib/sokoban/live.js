@@ -52,14 +52,27 @@
   // ------------------------------------------------------------------ the policy (net.py)
   // world.encode: the 5 planes (wall, floor, goal, player, box), each (8, 8); the goal board
   // has the box on the goal and no player (player -1)
-  function planes(b) {
-    const p = new Float64Array(5 * 64);
+  // With region (net.walkable), a sixth plane: 1 where the player can walk without pushing
+  // the box, a flood from the player over the floor (none on the goal board).
+  function planes(b, region) {
+    const p = new Float64Array((region ? 6 : 5) * 64);
     for (let s = 0; s < 64; s++) {
       p[s] = b.walls[s] ? 1 : 0;
       p[64 + s] = b.walls[s] ? 0 : 1;
       p[128 + s] = s === b.goal ? 1 : 0;
       p[192 + s] = s === b.player ? 1 : 0;
       p[256 + s] = s === b.box ? 1 : 0;
+    }
+    if (region && b.player >= 0) {
+      const stack = [b.player];
+      p[320 + b.player] = 1;
+      while (stack.length) {
+        const s = stack.pop();
+        for (const m of [UP, DOWN, LEFT, RIGHT]) {
+          const n = to(s, m);
+          if (n >= 0 && !b.walls[n] && n !== b.box && !p[320 + n]) { p[320 + n] = 1; stack.push(n); }
+        }
+      }
     }
     return p;
   }
@@ -87,7 +100,7 @@
   // BoardEncoder: a board's planes -> its token (d_model,)
   function token(model, b) {
     const w = model.weights;
-    let x = conv(planes(b), w["encoder.first.weight"], w["encoder.first.bias"]).map(nn.gelu);
+    let x = conv(planes(b, model.region), w["encoder.first.weight"], w["encoder.first.bias"]).map(nn.gelu);
     for (let l = 0; l < model.conv_layers - 1; l++) {
       const y = conv(x, w[`encoder.convs.${l}.weight`], w[`encoder.convs.${l}.bias`]);
       x = x.map((v, i) => v + nn.gelu(y[i]));

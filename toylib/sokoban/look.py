@@ -340,6 +340,7 @@ def live_board(model: SokobanPolicy, levels: Sequence[Board | str]):
     c = model.config
     return Live("sokoban", "ToySokoban", {
         "weights": weights(model), "d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers,
-        "channels": c.channels, "conv_layers": c.conv_layers, "n_ctx": c.n_ctx, "history": c.history,
+        "channels": c.channels, "conv_layers": c.conv_layers, "region": c.region, "n_ctx": c.n_ctx,
+        "history": c.history,
         "levels": [{"board": {"walls": b.grid.reshape(-1), "goal": b.goal, "box": b.box, "player": b.player},
                     "fewest": len(f)} for b, f in zip(boards, fewest)]})

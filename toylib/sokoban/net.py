@@ -33,10 +33,11 @@ class SokobanConfig:
     n_layers: int = 3  # transformer blocks over the history (the post: 3)
     channels: int = 32  # width of the convolutional board encoder
     conv_layers: int = 6  # 3x3 convolutions per board, all but the first residual
+    region: bool = True  # a sixth plane, where the player can walk (`walkable`); False: the post's 5
     n_ctx: int = 32  # boards a history holds, the goal board not counted (the post: 32)
     history: bool = True  # False: the baseline, each board sees only itself and the goal
     dropout: float = 0.0
-    steps: int = 2_500  # batches (cosine decay over them): about 3 min on one CPU thread
+    steps: int = 2_200  # batches (cosine decay over them): about 3 min on one CPU thread
     batch_size: int = 32  # entries per batch (the post: 32)
     lr: float = 6e-3  # peak learning rate (AdamW): 3e-3 learns more slowly, 1e-2 no better
     warmup: int = 100
@@ -47,6 +48,8 @@ class SokobanConfig:
     n_solvable: int = 4_000  # training boards that can be solved (the post: 4,000) ...
     n_unsolvable: int = 4_000  # ... and that cannot (the post: 4,000), each under 8 symmetries
     n_held_out: int = 4_000  # held-out boards, half of them solvable (the post: 4,000)
+    n_starts: int = 24_000  # start boards alone, half solvable, each under 8 symmetries, for the start loss
+    start_batch: int = 128  # start boards per batch, beside the entries: their nsteps class (0: none)
     data_seed: int = 0  # which boards: `dataset.for_config` seeds its generator with it
     seed: int = 0  # initial weights and batch order
 
@@ -55,16 +58,46 @@ class SokobanConfig:
             raise ValueError(f"d_model ({self.d_model}) must be a positive multiple of n_heads ({self.n_heads})")
         if min(self.n_layers, self.channels, self.conv_layers, self.n_ctx, self.batch_size) < 1:
             raise ValueError("n_layers, channels, conv_layers, n_ctx and batch_size must be at least 1")
+        if self.n_starts < 0 or self.start_batch < 0 or (self.start_batch > 0) != (self.n_starts > 0):
+            raise ValueError(f"n_starts ({self.n_starts}) and start_batch ({self.start_batch}) are both 0 (no start "
+                             "loss) or both positive")
 
     def train_options(self) -> TrainOptions:
         return TrainOptions.from_config(self, schedule="cosine", monitor="val_loss", restore_best=True)
 
 
+def _beside(region: torch.Tensor) -> torch.Tensor:
+    """(n, 1, rows, cols) -> the same shape: at each square, the largest value of its four
+    neighbours (0 past the edge)."""
+    p = F.pad(region, (1, 1, 1, 1))  # (n, 1, rows + 2, cols + 2)
+    return torch.maximum(torch.maximum(p[..., :-2, 1:-1], p[..., 2:, 1:-1]),
+                         torch.maximum(p[..., 1:-1, :-2], p[..., 1:-1, 2:]))
+
+
+def walkable(planes: torch.Tensor) -> torch.Tensor:
+    """Planes (n, 5, rows, cols) -> (n, 1, rows, cols) float: 1 on every square the player can
+    walk to without pushing the box, its own square included, 0 elsewhere (everywhere on the
+    goal board, which has no player). A flood fill from the player over the floor, the box in
+    the way, one square further a pass, until a pass changes nothing: as many passes as the
+    board needs, at most one per floor square. It has no weights: it is how the player moves,
+    as the legal moves are, and a convolution of a few layers cannot trace a corridor that
+    winds further than it sees."""
+    x = planes.float()
+    free = x[:, 1:2] * (1 - x[:, 4:5])  # (n, 1, rows, cols): floor without the box
+    region = x[:, 3:4]  # the player's square
+    while True:
+        grown = torch.maximum(region, _beside(region) * free)
+        if torch.equal(grown, region):
+            return region
+        region = grown
+
+
 class BoardEncoder(nn.Module):
-    """A board's 5 planes to one token: a 3x3 convolution, then `layers - 1` more that each add
+    """A board's planes to one token: a 3x3 convolution, then `layers - 1` more that each add
     their output to their input (residual, so that a stack deep enough to see across the board
     still trains), then each channel's maximum and mean over the squares, and a linear map of
-    those to the token.
+    those to the token. With `region`, the 5 planes gain a sixth, where the player can walk
+    (`walkable`), before the first convolution.
 
     Pooling over the squares, rather than mapping the whole feature map, makes the token the
     same wherever on the board a pattern sits, so what the encoder learns in one place holds in
@@ -74,14 +107,18 @@ class BoardEncoder(nn.Module):
     how much of the board it covers. Against a linear map of the whole feature map (this
     encoder's earlier form) it picks more shortest-solution moves, with fewer parameters."""
 
-    def __init__(self, channels: int, layers: int, d_model: int):
+    def __init__(self, channels: int, layers: int, d_model: int, region: bool = False):
         super().__init__()
-        self.first = nn.Conv2d(len(CHANNELS), channels, 3, padding=1)
+        self.region = region
+        self.first = nn.Conv2d(len(CHANNELS) + region, channels, 3, padding=1)
         self.convs = nn.ModuleList(nn.Conv2d(channels, channels, 3, padding=1) for _ in range(layers - 1))
         self.out = nn.Linear(2 * channels, d_model)
 
     def forward(self, planes: torch.Tensor) -> torch.Tensor:
-        x = F.gelu(self.first(planes.float()))  # (n, channels, rows, cols)
+        x = planes.float()  # (n, 5, rows, cols)
+        if self.region:
+            x = torch.cat([x, walkable(x)], 1)  # (n, 6, rows, cols)
+        x = F.gelu(self.first(x))  # (n, channels, rows, cols)
         for conv in self.convs:
             x = x + F.gelu(conv(x))  # each layer reaches one square further
         pooled = torch.cat([x.amax((2, 3)), x.mean((2, 3))], 1)  # (n, 2 * channels)
@@ -103,7 +140,7 @@ class SokobanPolicy(nn.Module):
     def __init__(self, config: SokobanConfig = SokobanConfig()):
         super().__init__()
         self.config = c = config
-        self.encoder = BoardEncoder(c.channels, c.conv_layers, c.d_model)
+        self.encoder = BoardEncoder(c.channels, c.conv_layers, c.d_model, c.region)
         self.position = nn.Embedding(c.n_ctx + 1, c.d_model)  # 0: the goal, then the boards in order
         self.blocks = Encoder(c.n_layers, c.d_model, c.n_heads, 4 * c.d_model, c.dropout, causal=True)
         self.action_head = nn.Linear(c.d_model, len(ACTION_NAMES))
@@ -216,9 +253,32 @@ def loss_from_logits(
                                        "nsteps_loss": nsteps_loss.item()}
 
 
+def start_loss(model: SokobanPolicy, starts: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """The cross-entropy of the nsteps class at start boards alone (a batch of one-board entries,
+    as `_batch` makes them): whether each can be solved, and in about how many moves, asked of
+    the goal and the start board, as the policy asks it before its first move. A start board
+    costs the encoder two boards and the transformer two positions, a tenth of a history."""
+    device = model_device(model)
+    goal, boards, nsteps = starts[0].to(device), starts[1].to(device), starts[5].to(device)
+    nsteps_logits = model(goal, boards[:, :1])[1]  # (B, 1, N_NSTEPS)
+    return F.cross_entropy(nsteps_logits[:, 0], nsteps[:, 0])
+
+
+def loss_with_starts(
+    model: SokobanPolicy, batch: tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """`sokoban_loss` on a batch of entries plus `start_loss` on a batch of start boards."""
+    entries, starts = batch
+    loss, metrics = sokoban_loss(model, entries)
+    at_start = start_loss(model, starts)
+    return loss + at_start, {**metrics, "start_loss": at_start.item()}
+
+
 def _entries(data: SokobanSet, batch_size: int, generator: torch.Generator,
              n_ctx: int | None = None) -> Iterator[tuple[torch.Tensor, ...]]:
     """Endless shuffled batches of entries, epoch after epoch, each cut to `n_ctx` boards."""
+    if len(data) < batch_size:
+        raise ValueError(f"a batch of {batch_size} entries asks for more than the {len(data)} there are")
     while True:
         order = torch.randperm(len(data), generator=generator).numpy()
         for i in range(0, len(order) - batch_size + 1, batch_size):
@@ -272,7 +332,8 @@ def train(config: SokobanConfig, data: dict[str, SokobanSet] | None = None,
           device: torch.device | str | None = None, callback: Callback | None = None,
           progress: bool = True) -> tuple[SokobanPolicy, History]:
     """Build a policy from `config` and train it on `data["train"]` (default:
-    `dataset.for_config(config)`), validating on `data["val"]` every `eval_every` steps (the
+    `dataset.for_config(config)`), and with `config.start_batch` on `data["starts"]` too
+    (`loss_with_starts`), validating on `data["val"]` every `eval_every` steps (the
     held-out boards are never looked at). Out of steps, the best validated weights are
     restored."""
     data = for_config(config) if data is None else data
@@ -285,8 +346,12 @@ def train(config: SokobanConfig, data: dict[str, SokobanSet] | None = None,
         a = accuracies(m, data["val"])
         return {"val_loss": a.loss, "val_optimal": a.optimal, "val_solvability": a.solvability}
 
-    batches = _entries(data["train"], config.batch_size, gen, config.n_ctx)
-    history = fit(model, batches, sokoban_loss, config.train_options(),
+    batches, loss = _entries(data["train"], config.batch_size, gen, config.n_ctx), sokoban_loss
+    if config.start_batch:
+        if "starts" not in data:
+            raise ValueError("config.start_batch asks for start boards: data has no \"starts\" set")
+        batches, loss = zip(batches, _entries(data["starts"], config.start_batch, gen, 1)), loss_with_starts
+    history = fit(model, batches, loss, config.train_options(),
                   eval_fn=evaluate, callback=callback, device=device, progress=progress)
     return model, history
 

@@ -439,6 +439,44 @@ def random_board(
                  (size, size))
 
 
+def walked_board(rng: np.random.Generator, size: int = SIZE, floor: tuple[int, int] = (14, 26),
+                 keep_heading: float = 0.6) -> Board:
+    """A board from the book's second generator, which the policy never trains on: a walker
+    starts on a random square inside the border and carves floor step by step, going on the
+    way it went with probability `keep_heading` and turning to a random side otherwise, until
+    the floor has between floor[0] and floor[1] squares; then the goal, the box (off the goal)
+    and the player (off the box) on random floor squares. Its boards are corridors one square
+    wide that branch, cross and end blind, with small open patches where the walk turns back
+    on itself: no rectangles and no walls speckled inside them, as the post's have."""
+    lo, hi = floor
+    inner = (size - 2) ** 2
+    if not isinstance(size, (int, np.integer)) or size < 4:
+        raise ValueError(f"size must be an int >= 4 (a border wall round room for 3 squares), got {size!r}")
+    if not 3 <= lo <= hi <= inner:
+        raise ValueError(f"floor is a range (fewest, most) of floor squares, 3 <= fewest <= most <= {inner}; "
+                         f"got {floor!r}")
+    if not 0.0 <= keep_heading <= 1.0:
+        raise ValueError(f"keep_heading is a probability, got {keep_heading}")
+    walls = np.ones((size, size), bool)
+    row, col = (int(x) for x in rng.integers(1, size - 1, 2))
+    walls[row, col] = False
+    want, heading = int(rng.integers(lo, hi + 1)), int(rng.integers(4))
+    while (~walls).sum() < want:
+        if rng.random() >= keep_heading:
+            heading = int(rng.integers(4))
+        dr, dc = STEP[heading]
+        if 1 <= row + dr < size - 1 and 1 <= col + dc < size - 1:  # the border stays wall
+            row, col = row + dr, col + dc
+            walls[row, col] = False
+    floor_squares = np.flatnonzero(~walls)
+    goal = int(floor_squares[rng.integers(floor_squares.size)])
+    rest = floor_squares[floor_squares != goal]
+    box = int(rest[rng.integers(rest.size)])
+    rest = floor_squares[floor_squares != box]  # the player may stand on the goal
+    player = int(rest[rng.integers(rest.size)])
+    return Board(walls.astype(np.uint8).tobytes(), goal, box, player, (size, size))
+
+
 # ----------------------------------------------------------------------------- the environment
 
 _RGB = {"wall": (35, 38, 47), "floor": (242, 238, 227), "goal": (214, 39, 40), "box": (140, 86, 75),
