@@ -144,13 +144,18 @@ def test_the_stored_summary_meets_every_target(notebook):
     assert_every_target_met(summary)
 
 
-def test_the_sokoban_summary_misses_only_the_target_issue_25_owns():
+# The Sokoban targets that issue 25 set and the chapter does not yet meet on every seed
+ISSUE_25_OPEN = ("solvability accuracy", "solve rate, greedy", "other generator: solvability accuracy")
+
+
+def test_the_sokoban_summary_misses_only_targets_issue_25_owns():
     text = stored_summary("sokoban.ipynb", "measure.sokoban_targets(")
     assert "solve rate, beam 32" in text and "solvability accuracy" in text and "optimal move" in text
+    assert "other generator" in text
     lines = text.strip().splitlines()
     assert lines[0].split() == ["measure", "target", "measured", "met"]
     missed = [line for line in lines[2:] if line.split()[-1] == "NO"]
-    assert all(line.startswith("solvability accuracy") for line in missed), missed
+    assert all(line.startswith(ISSUE_25_OPEN) for line in missed), missed
 
 
 # ----------------------------------------------------------------------------- on any machine
@@ -187,7 +192,9 @@ def test_a_chapter_checks_its_targets_and_claims_when_it_runs(nb):
 def test_only_sokoban_exempts_a_target_and_it_names_its_issue(nb):
     exempt = [line for c in check_cells(nb) for line in cell_text(c).splitlines() if "exempt:" in line]
     if nb.name == "sokoban.ipynb":
-        assert len(exempt) == 1 and "exempt: solvability accuracy" in exempt[0] and "(issue 25)" in exempt[0]
+        assert len(exempt) == 1, exempt  # one check cell prints them all
+        named = re.findall(r"exempt: ([^;]*?) \(([^)]*)\)", exempt[0])
+        assert named and all(m.startswith(ISSUE_25_OPEN) and why == "issue 25" for m, why in named), named
     else:
         assert not exempt, exempt
 

@@ -20,24 +20,30 @@ for many boards at once through `beam_search_batch` (see `Frontier`).
 Unlike the original, every board comes from one seeded generator, solutions are shortest in
 moves (the post's A* minimised pushes), the nsteps target counts the moves *left* (the post's
 first code gave the whole solution's length at every step), no held-out board has a rotated or
-mirrored twin among the training boards, training stops on validation boards of its own, and
-the policy learns every optimal move of a board, not the one its solver happened to take.
+mirrored twin among the training boards, training stops on validation boards of its own,
+the policy learns every optimal move of a board, not the one its solver happened to take, its
+encoder reads a sixth plane (where the player can walk), and a start loss asks the verdict
+on 24,000 more start boards.
 
 The chapter's rooms, in the reader's order:
 
 - `world.py`    the board and its moves, `Play` (a board and its undo history), XSB text and
                 the policy's 5 planes, ground truth (BFS's `shortest_solution`, the backward
                 BFS of `moves_to_goal`, A* with `push_distance`), the 8 symmetries
-                (`symmetric`), the post's generator, and `render_rgb`; no torch
+                (`symmetric`), the post's generator, the book's second (`walked_board`),
+                and `render_rgb`; no torch
 - `env.py`      `SokobanEnv`, the board as a Gymnasium environment
-- `dataset.py`  training entries (`make_entry`, the nsteps classes), `SokobanSet`, `augment`,
-                `draw_boards` and `for_config`
-- `net.py`      `SokobanConfig`, `BoardEncoder`, `SokobanPolicy`, `sokoban_loss` (and
-                `loss_from_logits`), the teacher-forced `accuracies`, `train` and
-                `train_side_by_side`
+- `dataset.py`  training entries (`make_entry`, `start_entry`, the nsteps classes),
+                `SokobanSet`, `augment`, `draw_boards`, `for_config`, `start_keys`, and
+                `other_boards` (the second generator's, for judging only)
+- `net.py`      `SokobanConfig`, `walkable` (the player's region, a sixth plane),
+                `BoardEncoder`, `SokobanPolicy`, `sokoban_loss` (and `loss_from_logits`),
+                `start_loss` and `loss_with_starts`, the teacher-forced `accuracies`,
+                `train` and `train_side_by_side`
 - `measure.py`  solving with the policy (`Walks`, `solve_greedy`, `solve_beam`; `Frontier`
                 and `solve_beams` for many boards at once), `Solves`,
-                the post's table (`POST_TABLE`), `sokoban_targets`, `measure` and the command
+                the post's table (`POST_TABLE`), `sokoban_targets`, `other_scores` (the
+                second generator's boards), `measure` and the command
                 line (`CHAPTER`, `main`)
 - `look.py`     looking inside: `solve_frames`, `animate_solve`, `nsteps_along`,
                 `first_deadlock`, `draw_nsteps`, and `live_board`, levels to play in the browser (`live.js`)

@@ -1,7 +1,7 @@
 """The Sokoban world: a one-box board and its moves, `Play` (a board with its undo history), XSB
 text and the policy's planes, the ground truth (BFS's `shortest_solution`, the backward BFS of
-`moves_to_goal`, A* with `push_distance`), the 8 symmetries of a board, the post's generator,
-and `render_rgb`. No torch.
+`moves_to_goal`, A* with `push_distance`), the 8 symmetries of a board, the post's generator
+and the book's second (`walked_board`), and `render_rgb`. No torch.
 
 Retells T. A. Wheeler, "A Transformer Sokoban Policy" (2024); see `toylib.sokoban`.
 """
