@@ -700,6 +700,8 @@ def test_the_command_line_trains_and_measures_through_the_chapter_contract(monke
                 n_solvable=5, n_unsolvable=5, n_held_out=10, n_starts=10, start_batch=16)
     targets, seconds = cli.benchmark(chapter, seed=0, device="cpu", **tiny)
     assert targets[0].measure == "solve rate, beam 32, 5 held-out boards" and seconds > 0
+    assert [t.measure for t in targets if t.measure.startswith("other generator")] == [
+        "other generator: solvability accuracy", "other generator: solve rate, beam 32, 5 boards"]
     assert not [t for t in targets if t.machine]  # the time target is the notebook's: data and both models
     again, _ = cli.benchmark(chapter, seed=0, device="cpu", **tiny)
     assert [t.measured for t in again] == [t.measured for t in targets]
@@ -819,3 +821,23 @@ def test_other_boards_are_half_solvable_new_and_seeded(data):
     for i in range(20):
         solution = world.shortest_solution(other.board(i))
         assert (solution is not None) == other.solvable[i]
+
+
+def test_the_summary_holds_an_oracle_to_every_target_of_issue_25(data):
+    oracle, held = Oracle(), data["held_out"]
+    boards, optimal = measure.solvable_boards(held)
+    other = dataset.other_boards(12, 0, dataset.start_keys(data))
+    targets = measure.sokoban_targets(net.accuracies(oracle, held), measure.solves(oracle, boards, optimal),
+                                      measure.solves(oracle, boards, optimal, width=32),
+                                      other=measure.other_scores(oracle, other))
+    met = {t.measure: t.met for t in targets}
+    assert met == {
+        "solve rate, beam 32, 20 held-out boards": True, "solve rate, greedy, 20 held-out boards": True,
+        "solvability accuracy, start boards": True, "optimal move (any shortest solution)": True,
+        "mean length, beam 32, against BFS's": True,
+        "rows of the post's table beaten": met["rows of the post's table beaten"],  # the one label: ties
+        "top-1 policy accuracy (the post's one label)": None, "other generator: solvability accuracy": True,
+        "other generator: solve rate, beam 32, 6 boards": True}
+    longer = measure.Solves("beam 32", np.where(optimal > 0, optimal + 1, optimal), optimal)
+    row = measure.sokoban_targets(net.accuracies(oracle, held), longer, longer)[4]
+    assert row.measure.startswith("mean length") and row.met is False

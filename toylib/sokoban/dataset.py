@@ -219,11 +219,13 @@ def augment(data: SokobanSet) -> SokobanSet:
 
 
 def draw_boards(n_solvable: int, n_unsolvable: int, rng: np.random.Generator, seen: set | None = None,
-                make: Callable[..., Board] = random_board, **generator) -> list[tuple[Board, dict | None]]:
+                make: Callable[..., Board] = random_board,
+                **generator) -> list[tuple[Board, dict | None]]:
     """Draw boards from `make(rng, **generator)` (the post's generator, or `walked_board`) until
     there are `n_solvable` that can be solved and `n_unsolvable` that cannot, in the order
-    drawn, each with its `moves_to_goal` table (None when it cannot be solved). A board whose `canonical_key` is in `seen` is
-    skipped, and those kept join `seen`: no board twice, nor a rotated or mirrored twin."""
+    drawn, each with its `moves_to_goal` table (None when it cannot be solved). A board whose
+    `canonical_key` is in `seen` is skipped, and those kept join `seen`: no board twice, nor a
+    rotated or mirrored twin."""
     if n_solvable < 0 or n_unsolvable < 0:
         raise ValueError(f"the numbers of boards must be >= 0, got {n_solvable} and {n_unsolvable}")
     want = [n_unsolvable, n_solvable]  # still wanted: [unsolvable, solvable]

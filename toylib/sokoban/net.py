@@ -75,15 +75,17 @@ def _beside(region: torch.Tensor) -> torch.Tensor:
 
 
 def walkable(planes: torch.Tensor) -> torch.Tensor:
-    """Planes (n, 5, rows, cols) -> (n, 1, rows, cols) float: 1 on every square the player can
-    walk to without pushing the box, its own square included, 0 elsewhere (everywhere on the
-    goal board, which has no player). A flood fill from the player over the floor, the box in
-    the way, one square further a pass, until a pass changes nothing: as many passes as the
-    board needs, at most one per floor square. It has no weights: it is how the player moves,
-    as the legal moves are, and a convolution of a few layers cannot trace a corridor that
-    winds further than it sees."""
+    """Planes (n, 5, rows, cols) -> (n, 1, rows, cols) float: 1 on every
+    square the player can walk to without pushing the box, its own square
+    included, 0 elsewhere (everywhere on the goal board, which has no
+    player). A flood fill from the player over the floor, the box in the
+    way, one square further a pass, until a pass changes nothing: as many
+    passes as the board needs, at most one per floor square. It has no
+    weights: it is how the player moves, as the legal moves are, and a few
+    convolutions cannot follow a corridor that winds further than they see.
+    """
     x = planes.float()
-    free = x[:, 1:2] * (1 - x[:, 4:5])  # (n, 1, rows, cols): floor without the box
+    free = x[:, 1:2] * (1 - x[:, 4:5])  # (n, 1, rows, cols): floor, no box
     region = x[:, 3:4]  # the player's square
     while True:
         grown = torch.maximum(region, _beside(region) * free)
