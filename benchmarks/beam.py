@@ -3,9 +3,10 @@
     python benchmarks/beam.py                       # train the chapter's policy (about 4 min), then time
     python benchmarks/beam.py --load policy.pt      # a policy saved by `python -m toylib.sokoban --save`
     python benchmarks/beam.py --boards 200 --width 8
+    python benchmarks/beam.py --threads 2           # both searches on two CPU threads
 
 Both searches run on the same solvable held-out boards with the same policy, on one CPU
-thread: `measure.solve_beam` per board (the core's `beam_search`, one prefix at a time, as the
+thread (or `--threads`): `measure.solve_beam` per board (the core's `beam_search`, one prefix at a time, as the
 chapter searched before) and `measure.solve_beams` (the core's `beam_search_batch` over
 `measure.Frontier`, every board's beams in one forward pass per step). It prints boards per
 second for each, their ratio, and on how many boards the two found the same solution; they
@@ -30,7 +31,10 @@ def main(argv: list[str] | None = None) -> float:
     p.add_argument("--load", metavar="PATH", help="a saved policy (default: train the chapter's own)")
     p.add_argument("--boards", type=int, default=measure.BEAM_BOARDS, help="solvable held-out boards")
     p.add_argument("--width", type=int, default=32)
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for both searches (training: one)")
     args = p.parse_args(argv)
+    if args.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {args.threads}")
     torch.set_num_threads(1)
     if args.load:
         model, config, _ = load_checkpoint(args.load, measure.CHAPTER.build_model, net.SokobanConfig)
@@ -40,6 +44,7 @@ def main(argv: list[str] | None = None) -> float:
     if not args.load:
         model, _ = net.train(config, data, device="cpu")
     boards, _ = measure.solvable_boards(data["held_out"], args.boards)
+    torch.set_num_threads(args.threads)
     with evaluating(model):
         t0 = time.perf_counter()
         alone = [measure.solve_beam(model, b, args.width) for b in boards]
@@ -48,7 +53,8 @@ def main(argv: list[str] | None = None) -> float:
         t2 = time.perf_counter()
     per_board, batched = len(boards) / (t1 - t0), len(boards) / (t2 - t1)
     same = sum(a == b for a, b in zip(alone, together))
-    print(f"beam search of width {args.width} on {len(boards):,} solvable held-out boards, one CPU thread "
+    threads = "one CPU thread" if args.threads == 1 else f"{args.threads} CPU threads"
+    print(f"beam search of width {args.width} on {len(boards):,} solvable held-out boards, {threads} "
           f"({torch.backends.cpu.get_cpu_capability()} kernels)")
     print(f"  one board at a time: {t1 - t0:6.2f} s  {per_board:7.1f} boards/s  "
           f"({sum(a is not None for a in alone):,} solved)")

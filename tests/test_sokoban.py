@@ -321,6 +321,15 @@ def test_remapped_moves_solve_the_symmetric_board(boards):
         world.move_map(8)
 
 
+def test_the_canonical_key_is_the_least_key_of_the_eight_symmetric_boards():
+    rng = np.random.default_rng(5)
+    drawn = [world.random_board(rng) for _ in range(200)] + [world.walked_board(rng) for _ in range(100)]
+    drawn.append(world.Board(bytes(5 * 7), 3, 11, 30, (5, 7)))  # not square: the transpose changes the shape
+    for board in drawn:
+        variants = [world.symmetric(board, s) for s in range(world.N_SYMMETRIES)]
+        assert world.canonical_key(board) == min((b.shape, b.walls, b.goal, b.box, b.player) for b in variants)
+
+
 # ----------------------------------------------------------------------------- the generator
 
 

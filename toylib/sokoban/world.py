@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from toylib.grids import N_SYMMETRIES, check_symmetry, square_map, turn
+from toylib.grids import N_SYMMETRIES, cell_order, check_symmetry, square_map, turn
 from toylib.search import astar, bfs, distances
 
 # ----------------------------------------------------------------------------- the board
@@ -373,9 +373,23 @@ def symmetric(board: Board, s: int) -> Board:
 
 
 def canonical_key(board: Board) -> tuple:
-    """The same for a board and its 8 symmetric variants, different for any other board."""
-    variants = (symmetric(board, s) for s in range(N_SYMMETRIES))
-    return min((b.shape, b.walls, b.goal, b.box, b.player) for b in variants)
+    """The same for a board and its 8 symmetric variants, different for any other board: the
+    least of (shape, walls, goal, box, player) over `symmetric(board, s)` for every s, read
+    straight from the squares' order under each symmetry (drawing the data keys every board
+    it draws, and building the 8 Boards took a fifth of that time)."""
+    walls = np.frombuffer(board.walls, np.uint8)
+    keys = []
+    for s in range(N_SYMMETRIES):
+        where, shape = square_map(board.shape, s)
+        keys.append((shape, walls[_order(board.shape, s)].tobytes(), where[board.goal], where[board.box],
+                     where[board.player]))
+    return min(keys)
+
+
+@functools.lru_cache(maxsize=None)
+def _order(shape: tuple[int, int], s: int) -> np.ndarray:
+    """`grids.cell_order` as an index array: the image's squares, read from the board's."""
+    return np.array(cell_order(shape, s))
 
 
 # ----------------------------------------------------------------------------- the generator
