@@ -6,8 +6,8 @@
     python benchmarks/beam.py --threads 2           # both searches on two CPU threads
 
 Both searches run on the same solvable held-out boards with the same policy, on one CPU
-thread (or `--threads`): `measure.solve_beam` per board (the core's `beam_search`, one prefix at a time, as the
-chapter searched before) and `measure.solve_beams` (the core's `beam_search_batch` over
+thread (or `--threads`): `measure.solve_beam` per board (the core's `beam_search`, one prefix
+at a time, as the chapter searched before) and `measure.solve_beams` (the core's `beam_search_batch` over
 `measure.Frontier`, every board's beams in one forward pass per step). It prints boards per
 second for each, their ratio, and on how many boards the two found the same solution; they
 should agree on all of them (a board could differ only if batching rounded a logit to a tie

@@ -388,8 +388,11 @@ def canonical_key(board: Board) -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def _order(shape: tuple[int, int], s: int) -> np.ndarray:
-    """`grids.cell_order` as an index array: the image's squares, read from the board's."""
-    return np.array(cell_order(shape, s))
+    """`grids.cell_order` as an index array: the image's squares, read from the board's (read-only,
+    as every caller shares it)."""
+    order = np.array(cell_order(shape, s))
+    order.flags.writeable = False
+    return order
 
 
 # ----------------------------------------------------------------------------- the generator
