@@ -232,6 +232,20 @@ def test_every_glued_number_in_the_prose_is_glued_by_the_notebook(nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_notebook_sets_one_cpu_thread_before_its_first_torch_work(nb):
+    """The two commands run notebooks side by side on the cores. A kernel left on torch's
+    default (a thread per core) waits at every small operation for threads that the other
+    notebooks hold up: "How transformers work" took 89 s beside one busy process instead of
+    4 s, until it set one thread. So each notebook calls `toylib.device.setup()` (or sets
+    one thread itself) in its imports cell, the first cell that imports torch or toylib's
+    chapters (the install cell before it imports only `toylib`)."""
+    cells = ["".join(c["source"]) for c in code_cells(nb)]
+    first = next(i for i, src in enumerate(cells) if re.search(r"^(import torch|from toylib\.)", src, re.M))
+    assert re.search(r"^(\w+ = )?setup\(|^torch\.set_num_threads\(1\)", cells[first], re.M), (
+        f"{nb.name}: its imports cell (code cell {first}) sets no single CPU thread")
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_model_output_is_read_off_its_device(nb):
     """On Colab the models live on a GPU: .numpy() on a CUDA tensor raises, so a notebook
     reads a tensor as an array only after .cpu() (toylib's functions return CPU results)."""
