@@ -7,7 +7,7 @@
     python benchmarks/beam.py --device cuda         # both searches on a GPU
 
 Both searches run on the same solvable held-out boards with the same policy, on one CPU
-thread (or `--threads`): `measure.solve_beam` per board (the core's `beam_search`, one prefix
+thread (or `--threads`, or `--device`): `measure.solve_beam` per board (the core's `beam_search`, one prefix
 at a time, as the chapter searched before) and `measure.solve_beams` (the core's `beam_search_batch` over
 `measure.Frontier`, every board's beams in one forward pass per step). It prints boards per
 second for each, their ratio, and on how many boards the two found the same solution; they
@@ -60,12 +60,13 @@ def main(argv: list[str] | None = None) -> float:
         t2 = time.perf_counter()
     per_board, batched = len(boards) / (t1 - t0), len(boards) / (t2 - t1)
     same = sum(a == b for a, b in zip(alone, together))
-    threads = "one CPU thread" if args.threads == 1 else f"{args.threads} CPU threads"
     where = model_device(model)
-    if where.type != "cpu":
-        threads = f"on {torch.cuda.get_device_name() if where.type == 'cuda' else where}"
-    print(f"beam search of width {args.width} on {len(boards):,} solvable held-out boards, {threads} "
-          f"({torch.backends.cpu.get_cpu_capability()} kernels)")
+    if where.type == "cpu":
+        threads = "one CPU thread" if args.threads == 1 else f"{args.threads} CPU threads"
+        runs_on = f"{threads} ({torch.backends.cpu.get_cpu_capability()} kernels)"
+    else:
+        runs_on = f"on {torch.cuda.get_device_name() if where.type == 'cuda' else where}"
+    print(f"beam search of width {args.width} on {len(boards):,} solvable held-out boards, {runs_on}")
     print(f"  one board at a time: {t1 - t0:6.2f} s  {per_board:7.1f} boards/s  "
           f"({sum(a is not None for a in alone):,} solved)")
     print(f"  all boards at once:  {t2 - t1:6.2f} s  {batched:7.1f} boards/s  "
