@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from toylib.infer import evaluating
 from toylib.sokoban import dataset, net
 from toylib.sokoban.dataset import UNSOLVABLE, SokobanSet
 from toylib.sokoban.world import CHANNELS
@@ -51,8 +52,9 @@ class EncoderVerdict(nn.Module):
 
     def __init__(self, channels: int):
         super().__init__()
-        self.encoder = net.BoardEncoder(channels, 6, 64, region=True)
-        self.head = nn.Linear(64, 1)
+        policy = net.SokobanConfig()  # its layers and token width; `channels` may differ
+        self.encoder = net.BoardEncoder(channels, policy.conv_layers, policy.d_model, region=True)
+        self.head = nn.Linear(policy.d_model, 1)
 
     def forward(self, planes: torch.Tensor) -> torch.Tensor:
         return self.head(F.gelu(self.encoder(planes)))[:, 0]  # (n,)
@@ -88,12 +90,10 @@ class LoopedVerdict(nn.Module):
         return self.head(F.gelu(self.out(pooled)))[:, 0]  # (n,)
 
 
-@torch.no_grad()
 def accuracy(model: nn.Module, boards: torch.Tensor, dead: torch.Tensor, **kwargs) -> float:
     """Percent of boards on which the logit's sign is the verdict (positive: cannot be solved)."""
-    model.eval()
-    logits = torch.cat([model(boards[i : i + 500], **kwargs) for i in range(0, len(boards), 500)])
-    model.train()
+    with evaluating(model):
+        logits = torch.cat([model(boards[i : i + 500], **kwargs) for i in range(0, len(boards), 500)])
     return 100 * ((logits > 0).float() == dead).float().mean().item()
 
 
