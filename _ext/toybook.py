@@ -17,6 +17,10 @@
   myst-nb's own `{glue:any}` with `:doc:` pastes a picture from another page, but with no alt
   text (the reader would hear a file name), no caption, and, unless the chapter shows the
   picture itself, a broken link (it never writes the file).
+- A number keeps its unit on its line: in prose, tables and glued numbers alike, the space
+  between a number and its unit ("98.77 %", "43 s") becomes a no-break space, so that a
+  phone's narrow column never leaves a "%" or an "s" alone at the start of a line. Code,
+  printed outputs and raw HTML keep their text as it is.
 - Each inline script once: sphinx-togglebutton's and sphinx-thebe's settings reach every page
   twice (added as Sphinx starts, once with no file name and once with an empty one), so every
   page declared `const THEBE_JS_URL` twice and logged an error in the browser's console.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import html
 import os
+import re
 from binascii import a2b_base64
 from pathlib import Path
 
@@ -40,6 +45,8 @@ from sphinx.util.docutils import SphinxDirective
 
 logger = logging.getLogger(__name__)
 
+# a space after a digit and before a unit that stands as a word of its own: "10 seeds" keeps its space
+UNIT_SPACE = re.compile(r"(?<=\d) (?=(?:%|s|ms|µs|min|kB|MB|GB|px)(?!\w))")
 NARROW_PX = 600  # the widest window that gets a hero's narrow picture (a phone, held upright)
 
 
@@ -119,6 +126,37 @@ class HeroPicture(SphinxPostTransform):
         return os.path.relpath(folder / name, (Path(self.app.builder.outdir) / self.env.docname).parent)
 
 
+def units_stay_with_numbers(doctree: nodes.Node) -> int:
+    """Replace, in every text of `doctree` but code, printed outputs, raw HTML and maths, the
+    space between a number and its unit by a no-break space. Returns how many texts changed."""
+    changed = 0
+    for text in list(doctree.findall(nodes.Text)):
+        if not UNIT_SPACE.search(text) or _verbatim(text):
+            continue
+        text.parent.replace(text, nodes.Text(UNIT_SPACE.sub("\u00a0", text)))
+        changed += 1
+    return changed
+
+
+def _verbatim(node: nodes.Node) -> bool:
+    """Whether `node` lies inside text that the page shows exactly as written."""
+    while node is not None:
+        if isinstance(node, (nodes.FixedTextElement, nodes.literal, nodes.raw, nodes.math)):
+            return True
+        node = node.parent
+    return False
+
+
+class UnitsStayWithNumbers(SphinxPostTransform):
+    """`units_stay_with_numbers` on every page, after myst-nb has pasted the glued numbers in
+    (its transform has priority 5)."""
+
+    default_priority = 900
+
+    def run(self, **kwargs) -> None:
+        units_stay_with_numbers(self.document)
+
+
 def each_script_once(app, pagename, templatename, context, doctree) -> None:
     seen, unique = set(), []
     for script in context.get("script_files", []):
@@ -134,6 +172,7 @@ def each_script_once(app, pagename, templatename, context, doctree) -> None:
 def setup(app):
     app.add_directive("hero", HeroDirective)
     app.add_post_transform(HeroPicture)
+    app.add_post_transform(UnitsStayWithNumbers)
     app.connect("html-page-context", each_script_once, priority=900)  # after the handlers that add scripts
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 

@@ -88,3 +88,28 @@ def test_every_chapter_stores_its_execution_times():
     from longest_first import stored_seconds
 
     assert all(stored_seconds(nb) > 0 for nb in (ROOT / "book").glob("*.ipynb"))
+
+
+def test_a_number_keeps_its_unit_on_its_line_outside_code():
+    """On a phone "98.77 %" broke before its "%"; code and printed outputs keep their spaces."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    toybook = pytest.importorskip("toybook")
+    from docutils import nodes
+
+    prose = nodes.paragraph("", "", nodes.Text("98.77 % of 10 seeds in 43 s, 2 min; 4 ms, 3 sets"),
+                            nodes.literal("", "5 %"))
+    block = nodes.literal_block("", "1 % in 2 s")
+    assert toybook.units_stay_with_numbers(nodes.section("", prose, block)) == 1
+    assert prose.astext() == "98.77\u00a0% of 10 seeds in 43\u00a0s, 2\u00a0min; 4\u00a0ms, 3 sets5 %"
+    assert block.astext() == "1 % in 2 s"
+
+    class App:  # records what the extension registers
+        def __init__(self):
+            self.calls = []
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: self.calls.append((name, args))
+
+    app = App()
+    toybook.setup(app)
+    assert ("add_post_transform", (toybook.UnitsStayWithNumbers,)) in app.calls
