@@ -32,6 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from toylib.attention import count_parameters
+from toylib.device import seed_everything
 from toylib.infer import evaluating
 from toylib.sokoban import dataset, net
 from toylib.sokoban.dataset import UNSOLVABLE, SokobanSet
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if args.seconds <= 0 or args.channels < 1 or args.passes < 1 or args.lr <= 0:
         raise ValueError("--seconds, --channels, --passes and --lr must be positive")
     torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+    seed_everything(args.seed)
     data = dataset.for_config(net.SokobanConfig(n_starts=N_STARTS))
     boards, dead = (torch.cat(t) for t in zip(start_boards(data["starts"]), start_boards(data["train"])))
     held_out = start_boards(data["held_out"])
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         model = LoopedVerdict(args.channels, args.passes)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     print(f"{args.block}, {args.channels} channels{f', {args.passes} passes' if args.block == 'looped' else ''}: "
-          f"{sum(p.numel() for p in model.parameters()):,} parameters, {len(boards):,} start boards, "
+          f"{count_parameters(model):,} parameters, {len(boards):,} start boards, "
           f"{args.seconds:.0f} s on one CPU thread", flush=True)
     t0, steps = time.perf_counter(), 0
     while (elapsed := time.perf_counter() - t0) < args.seconds:
