@@ -4,6 +4,7 @@ and its slowest cells.
     python benchmarks/notebooks.py                    # every notebook of _toc.yml, one after another
     python benchmarks/notebooks.py --only maze,life   # some of them (names without .ipynb)
     python benchmarks/notebooks.py --cells 5          # the 5 slowest cells of each (default 3)
+    python benchmarks/notebooks.py --profile ordinary # with the kernels of an AVX2 CPU (toylib.device.PROFILES)
 
 Each notebook runs in a kernel of its own (`jupyter execute`, into a temporary copy: the book's
 stored outputs are left alone) with nothing else started beside it, so that its CPU seconds
@@ -26,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from toylib.device import PROFILES, cpu_cores, profile_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,6 +65,8 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
     p.add_argument("--only", help="comma-separated notebook names (default: every one in _toc.yml)")
     p.add_argument("--cells", type=int, default=3, help="slowest cells to list per notebook")
     p.add_argument("--timeout", type=int, default=1800, help="seconds a cell may take")
+    p.add_argument("--profile", choices=PROFILES, default="native",
+                   help="the CPU profile the kernels compute with (default: this CPU's best)")
     args = p.parse_args(argv)
     paths = notebooks()
     if args.only:
@@ -71,7 +76,8 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
             p.error(f"unknown notebooks {sorted(unknown)}; known: {', '.join(path.stem for path in paths)}")
         paths = [path for path in paths if path.stem in wanted]
     jupyter = Path(sys.executable).parent / "jupyter"
-    print(f"{os.cpu_count()} cores; each notebook alone, one after another")
+    env = {**os.environ, **profile_env(args.profile)}
+    print(f"{cpu_cores()} cores, CPU profile {args.profile}; each notebook alone, one after another")
     print("| notebook | wall s | CPU s | slowest cells (s) |")
     print("|---|---|---|---|")
     found, total_wall, total_cpu = {}, 0.0, 0.0
@@ -82,7 +88,7 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
             cpu0, t0 = children_cpu(), time.perf_counter()
             # in the notebook's own folder, as the book runs it
             done = subprocess.run([str(jupyter), "execute", "--inplace", f"--timeout={args.timeout}", str(copy)],
-                                  cwd=path.parent, capture_output=True, text=True)
+                                  cwd=path.parent, capture_output=True, text=True, env=env)
             wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
             if done.returncode:
                 sys.exit(f"{path.name} failed:\n{done.stderr[-3000:]}")
@@ -90,7 +96,7 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
             print(f"| {path.stem} | {wall:.0f} | {cpu:.0f} | {slow} |", flush=True)
             found[path.stem] = wall, cpu
             total_wall, total_cpu = total_wall + wall, total_cpu + cpu
-    cores = os.cpu_count() or 1
+    cores = cpu_cores()
     print(f"| total | {total_wall:.0f} | {total_cpu:.0f} | at least {total_cpu / cores:.0f} s of wall time "
           f"on {cores} cores |")
     return found

@@ -8,3 +8,10 @@
 # glibc these are ignored. Set either variable to choose another value.
 export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-1073741824}  # 1 GiB
 export MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-1073741824}
+
+# TOYLIB_PROFILE=ordinary: compute with the kernels of the CPU most learners have (AVX2, no
+# AVX-512) in PyTorch, oneDNN and MKL alike, whatever this CPU has (toylib/device.py, PROFILES).
+if [ -n "${TOYLIB_PROFILE:-}" ]; then
+  exports=$(.venv/bin/python -m toylib.device "$TOYLIB_PROFILE")  # an unknown profile stops here
+  eval "$exports"
+fi

@@ -1,4 +1,7 @@
-"""Device choice and seeding, in one place for the whole book."""
+"""Device choice, seeding and CPU profiles, in one place for the whole book.
+
+    python -m toylib.device ordinary    # the shell exports that select the ordinary profile
+"""
 
 from __future__ import annotations
 
@@ -89,6 +92,33 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
+# The CPU most learners have: AVX2 vector units and no AVX-512 (most laptops, many cloud CPUs,
+# every Apple machine). PyTorch's own kernels (ATen), oneDNN's (the convolutions) and MKL's
+# (matrix products) each pick their code by the CPU they find, so capping one is not enough:
+# ATEN_CPU_CAPABILITY alone leaves oneDNN on AVX-512. Each variable is read once, when the
+# library loads, so a profile is chosen before Python starts (the scripts' TOYLIB_PROFILE,
+# the benchmarks' --profile). On an AVX2 CPU the ordinary profile changes nothing.
+PROFILES: dict[str, dict[str, str]] = {
+    "native": {},  # whatever this CPU does best
+    "ordinary": {"ATEN_CPU_CAPABILITY": "avx2", "DNNL_MAX_CPU_ISA": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                 "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+}
+
+
+def profile_env(name: str) -> dict[str, str]:
+    """The environment variables of the CPU profile `name` (see PROFILES)."""
+    if name not in PROFILES:
+        raise ValueError(f"unknown CPU profile {name!r}; the profiles are {', '.join(PROFILES)}")
+    return dict(PROFILES[name])
+
+
+def cpu_kernels() -> str:
+    """Which vector kernels this process computes with: ATen's (as torch reports them) and the
+    ceiling set on oneDNN's, e.g. "ATen AVX2, oneDNN AVX2"."""
+    onednn = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "best"
+    return f"ATen {torch.backends.cpu.get_cpu_capability()}, oneDNN {onednn}"
+
+
 def setup(threads: int = 1, prefer: str | None = None) -> torch.device:
     """What every chapter does first: choose the device (see `pick_device`) and set torch's
     CPU threads.
@@ -102,3 +132,15 @@ def setup(threads: int = 1, prefer: str | None = None) -> torch.device:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     torch.set_num_threads(threads)
     return device
+
+
+if __name__ == "__main__":  # python -m toylib.device PROFILE: its exports, for a shell to eval
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit(f"usage: python -m toylib.device PROFILE, one of {', '.join(PROFILES)}")
+    try:
+        exports = profile_env(sys.argv[1])
+    except ValueError as e:
+        sys.exit(str(e))
+    print("".join(f"export {key}={value}\n" for key, value in exports.items()), end="")
