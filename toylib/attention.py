@@ -43,14 +43,19 @@ def attention(
         # in place: the division made scores, so no copy is needed
         scores.masked_fill_(~mask, float("-inf"))
     pattern = torch.softmax(scores, dim=-1)  # (..., query_pos, key_pos)
-    if mask is not None and not bool(mask.any(-1).all()):
-        # softmax of an all -inf row is NaN; such a query reads nothing.
-        # Asked of the mask, not the larger pattern: where every query
-        # may read something, nan_to_num changes nothing, and its passes
-        # over the pattern took a fifth of a Life training step.
+    if mask is not None and not _every_row_open_on_cpu(mask):
+        # softmax of an all -inf row is NaN; such a query reads nothing
         pattern = torch.nan_to_num(pattern, nan=0.0)
     # (..., query_pos, d_head), (..., query_pos, key_pos)
     return pattern @ v, pattern
+
+
+def _every_row_open_on_cpu(mask: torch.Tensor) -> bool:
+    """On the CPU, whether every query of a boolean mask may read some key: then nan_to_num
+    would change nothing, and its passes over the pattern took a fifth of a Life training step,
+    so the mask (smaller than the pattern) is asked first. Elsewhere False without asking: the
+    answer would wait for the device, and the pass is cheap there."""
+    return mask.device.type == "cpu" and bool(mask.any(-1).all())
 
 
 def attention_beside(

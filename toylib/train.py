@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from toylib.device import cpu_cores
 
 Batch = Any
-LossFn = Callable[[nn.Module, Batch], "torch.Tensor | tuple[torch.Tensor, dict[str, float]]"]
+LossFn = Callable[[nn.Module, Batch], "torch.Tensor | tuple[torch.Tensor, dict[str, torch.Tensor | float]]"]
 
 
 @dataclasses.dataclass
@@ -131,7 +131,8 @@ def fit(
     """Train `model` for at most `options.steps` batches drawn from `batches`, as `options` says.
 
     loss_fn(model, batch) -> loss, or (loss, metrics); it moves the batch to the model's
-        device itself, so batches can be built on the CPU.
+        device itself, so batches can be built on the CPU. Metrics are best left tensors
+        (detached): `fit` reads the last batch's at each evaluation, and nothing in between.
     eval_fn(model) -> metrics, run in eval mode under no_grad every `eval_every` steps and
         at the end; metrics are stored in the history.
     options.log_every: also record the mean training loss every that many steps, without
@@ -176,10 +177,14 @@ def fit(
     history, best, best_state, best_step, bad_evals = History(), math.inf, None, None, 0
     it: Iterator[Batch] = iter(batches)
     bar = tqdm(total=o.steps, disable=not progress, mininterval=0.5, leave=True)
-    running, n_running, train_seconds = 0.0, 0, 0.0
+    # A step reads nothing back from the device: the losses add up as a tensor, and metrics stay
+    # tensors until a record reads them, so a GPU runs steps ahead of Python. The clock runs
+    # from start to each record minus what is not training (watching, evaluating, callbacks);
+    # the record's first read waits for the steps before it, so their time is all counted.
+    running, n_running, paused = 0.0, 0, 0.0
     look(0)
+    started = time.perf_counter()
     for step in range(1, o.steps + 1):
-        t0 = time.perf_counter()
         model.train()
         out = loss_fn(model, next(it))
         loss, metrics = out if isinstance(out, tuple) else (out, {})
@@ -190,19 +195,24 @@ def fit(
         opt.step()
         if o.plateau is None:
             sched.step()
-        running += loss.item()  # .item() syncs a GPU, so the timing below is honest
+        running = running + _wide(loss.detach())  # as Python's float sum of .item() values, without the wait
         n_running += 1
-        train_seconds += time.perf_counter() - t0
         bar.update(1)
         if watch_every is not None and step % watch_every == 0:
+            t0 = time.perf_counter()
             look(step)
+            paused += time.perf_counter() - t0
         evaluating = step % o.eval_every == 0 or step == o.steps
         if not evaluating and not (o.log_every and step % o.log_every == 0):
             continue
-        record = {"step": step, "seconds": train_seconds, "lr": opt.param_groups[0]["lr"], "loss": running / n_running}
+        mean_loss = float(running) / n_running  # waits for every step so far
+        train_seconds = time.perf_counter() - started - paused
+        t0 = time.perf_counter()
+        record = {"step": step, "seconds": train_seconds, "lr": opt.param_groups[0]["lr"], "loss": mean_loss}
         running, n_running = 0.0, 0
         if not evaluating:  # the training loss alone, between evaluations
             history.records.append(record)
+            paused += time.perf_counter() - t0
             continue
         record.update({k: float(v) for k, v in metrics.items()})
         if eval_fn is not None:
@@ -225,7 +235,9 @@ def fit(
             if o.patience is not None and bad_evals >= o.patience:
                 history.stop_reason = "early_stopping"
                 break
-        if callback is not None and callback(step, model, history):
+        stop = callback is not None and callback(step, model, history)
+        paused += time.perf_counter() - t0
+        if stop:
             history.stop_reason = "callback"
             break
     bar.close()
@@ -236,6 +248,12 @@ def fit(
     if history.restored_step is not None or watched != history.steps:  # the model as returned
         look(history.restored_step or history.steps)
     return history
+
+
+def _wide(x: torch.Tensor) -> torch.Tensor:
+    """`x` in float64, where the device has it (Apple's MPS has not): sums of a few thousand
+    float32 losses then round as Python's float sum of their values does."""
+    return x.float() if x.device.type == "mps" else x.double()
 
 
 Callback = Callable[[int, nn.Module, History], "bool | None"]

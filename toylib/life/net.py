@@ -309,7 +309,7 @@ def life_loss(model: SingleAttentionNet, batch: tuple[torch.Tensor, torch.Tensor
     logits, _ = model(grids)
     soft = targets.float() * (1 - 2 * label_smoothing) + label_smoothing
     loss = F.binary_cross_entropy_with_logits(logits, soft)
-    return loss, {"cell_acc": ((logits > 0) == targets.bool()).float().mean().item()}
+    return loss, {"cell_acc": ((logits > 0) == targets.bool()).float().mean().detach()}  # read when recorded
 
 
 def train(config: LifeConfig, data: LifeData | None = None, device: torch.device | str | None = None,

@@ -386,7 +386,7 @@ def build_model(config: MazeConfig) -> MazeModel:
 
 
 def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor],
-              iterations: int | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+              iterations: int | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Cross-entropy of each next move with teacher forcing, and the share of them right.
     batch: pixels (batch, R*TILE, C*TILE) and solutions (batch, T) padded with PAD. Padding
     is left out of both, unless the config trains it as STOP (as the post does)."""
@@ -403,20 +403,20 @@ def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor],
     logits = model.decode(inputs, memory)[0]  # (batch, T - 1, N_MOVES)
     loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
     real = targets != PAD
-    metrics = {"token_acc": (logits.argmax(-1) == targets)[real].float().mean().item()}
+    metrics = {"token_acc": (logits.argmax(-1) == targets)[real].float().mean()}  # tensors, read when recorded
     if model.config.ways:  # every tile's state says its way to the end: any of its right ways
         ways = ways_to_end(pixels)[0]  # (batch, tiles, N_MOVES + 1)
         logp = F.log_softmax(model.way_head(memory.states), -1)  # (batch, tiles, N_MOVES + 1)
         way_loss = -torch.logsumexp(logp.masked_fill(~ways, -math.inf), -1).mean()
         loss = loss + model.config.ways * way_loss
-        metrics["way_loss"] = way_loss.item()
+        metrics["way_loss"] = way_loss.detach()
     if wave:  # every pass but the last: the ways known so far, NO_WAY where the news is still on its way
         ways, distance = ways_to_end(pixels)
         targets = wave_targets(ways, distance, iterations - 1)  # (batch, passes, tiles, N_MOVES + 1)
         logp = F.log_softmax(model.way_head(memory.trace[:, :-1]), -1)  # (batch, passes, tiles, N_MOVES + 1)
         wave_loss = -torch.logsumexp(logp.masked_fill(~targets, -math.inf), -1).mean()
         loss = loss + model.config.wave * wave_loss
-        metrics["wave_loss"] = wave_loss.item()
+        metrics["wave_loss"] = wave_loss.detach()
     return loss, metrics
 
 

@@ -225,7 +225,7 @@ def _batch(data: SokobanSet, index: np.ndarray, n_ctx: int | None = None) -> tup
 
 def sokoban_loss(
     model: SokobanPolicy, batch: tuple[torch.Tensor, ...]
-) -> tuple[torch.Tensor, dict[str, float]]:
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The policy's loss on a batch of entries (`loss_from_logits`)."""
     device = model_device(model)
     goal, boards, lengths, actions, mask, nsteps, optimal = (
@@ -239,7 +239,7 @@ def sokoban_loss(
 def loss_from_logits(
     action_logits: torch.Tensor, nsteps_logits: torch.Tensor,
     mask: torch.Tensor, nsteps: torch.Tensor, optimal: torch.Tensor,
-) -> tuple[torch.Tensor, dict[str, float]]:
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The policy's loss: -log of the probability it gives to the optimal
     actions together (any shortest solution is right), where the mask lets
     the action be learned, plus the cross-entropy of the nsteps class at
@@ -251,8 +251,9 @@ def loss_from_logits(
     policy_loss = -torch.logsumexp(best, -1).mean()
     real = nsteps >= 0
     nsteps_loss = F.cross_entropy(nsteps_logits[real], nsteps[real])
-    return policy_loss + nsteps_loss, {"policy_loss": policy_loss.item(),
-                                       "nsteps_loss": nsteps_loss.item()}
+    # the metrics stay tensors: `fit` reads them when it records them
+    return policy_loss + nsteps_loss, {"policy_loss": policy_loss.detach(),
+                                       "nsteps_loss": nsteps_loss.detach()}
 
 
 def start_loss(model: SokobanPolicy, starts: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -268,12 +269,12 @@ def start_loss(model: SokobanPolicy, starts: tuple[torch.Tensor, ...]) -> torch.
 
 def loss_with_starts(
     model: SokobanPolicy, batch: tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]
-) -> tuple[torch.Tensor, dict[str, float]]:
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """`sokoban_loss` on a batch of entries plus `start_loss` on a batch of start boards."""
     entries, starts = batch
     loss, metrics = sokoban_loss(model, entries)
     at_start = start_loss(model, starts)
-    return loss + at_start, {**metrics, "start_loss": at_start.item()}
+    return loss + at_start, {**metrics, "start_loss": at_start.detach()}
 
 
 def _entries(data: SokobanSet, batch_size: int, generator: torch.Generator,
