@@ -6,6 +6,7 @@
     python benchmarks/run.py --chapters life --set grid_size=16   # a config field changed
     python benchmarks/run.py --chapters life --preset any_size    # one of a chapter's presets
     python benchmarks/run.py --capability avx2        # another CPU's arithmetic (ATEN_CPU_CAPABILITY)
+    python benchmarks/run.py --profile ordinary       # an AVX2 CPU's kernels everywhere (toylib.device.PROFILES)
 
 For each seed, `toylib.cli.benchmark` trains the chapter's default model (or a preset, with
 `--set` changes) and measures it against the chapter's targets (sequences: the chapter's whole
@@ -15,6 +16,8 @@ thread, as the chapters do.
 
 `--capability` (default, avx2, avx512) picks the vector kernels PyTorch uses on the CPU, as the
 environment variable ATEN_CPU_CAPABILITY does: another CPU's arithmetic, forced on this one.
+`--profile ordinary` does that for oneDNN's convolutions and MKL's products too (AVX2 in all):
+the CPU most learners have.
 The same seed then trains along another path to other weights, as it would on that CPU, so
 a count of seeds holds for a machine only where it holds under several capabilities. Not a
 test: it takes a while, and its times belong to the machine it ran on.
@@ -33,7 +36,7 @@ import time
 import torch
 
 from toylib import cli
-from toylib.device import setup
+from toylib.device import PROFILES, cpu_kernels, profile_env, setup
 from toylib.targets import all_met, format_table
 
 # each chapter's contract (toylib.cli.Chapter), which its measure room holds
@@ -54,10 +57,13 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
                    help="change the config (sequences: every model of its suite)")
     p.add_argument("--capability", choices=CAPABILITIES,
                    help="PyTorch's CPU vector kernels (ATEN_CPU_CAPABILITY); default: the best this CPU has")
+    p.add_argument("--profile", choices=PROFILES, help="a CPU profile: the kernels of PyTorch, oneDNN and MKL")
     args = p.parse_args(argv)
-    if args.capability and os.environ.get("ATEN_CPU_CAPABILITY") != args.capability:
-        # torch reads the variable once, when it loads: run again in a process that has it
-        env = {**os.environ, "ATEN_CPU_CAPABILITY": args.capability}
+    want = {**(profile_env(args.profile) if args.profile else {}),
+            **({"ATEN_CPU_CAPABILITY": args.capability} if args.capability else {})}
+    if any(os.environ.get(k) != v for k, v in want.items()):
+        # the libraries read these once, when they load: run again in a process that has them
+        env = {**os.environ, **want}
         os.execve(sys.executable, [sys.executable, __file__, *(sys.argv[1:] if argv is None else argv)], env)
     chapters = args.chapters.split(",")
     unknown = set(chapters) - set(CHAPTERS)
@@ -67,7 +73,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
     device = setup(threads=1, prefer=args.device)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
           f"{torch.get_num_threads()} thread, device {device}, "
-          f"CPU kernels {torch.backends.cpu.get_cpu_capability()}" + (f", config changes {changes}" if changes else ""))
+          f"CPU kernels {cpu_kernels()}" + (f", config changes {changes}" if changes else ""))
     t0 = time.perf_counter()
     verdicts: dict[str, list[bool]] = {}
     for name in chapters:
