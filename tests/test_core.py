@@ -185,6 +185,8 @@ def test_threads():
     assert setup(threads=1, prefer="cpu") == torch.device("cpu") and torch.get_num_threads() == 1
     with pytest.raises(ValueError, match="threads"):
         setup(threads=0)
+    torch.set_num_threads(2)
+    assert setup(threads=1, prefer="cuda") == torch.device("cuda") and torch.get_num_threads() == 2  # CPU left as is
     torch.set_num_threads(before)
 
 

@@ -126,11 +126,14 @@ def setup(threads: int = 1, prefer: str | None = None) -> torch.device:
     One thread, by default: the book's models have a few thousand to a few hundred thousand
     weights, for which a second thread on a 2-core machine gains little and can lose much
     (the threads wait on each other), and the book executes its chapters side by side, one
-    per core. One thread also repeats the same arithmetic on every run of a machine."""
+    per core. One thread also repeats the same arithmetic on every run of a machine. With a
+    GPU the CPU's threads are left as they are: what the CPU still computes there (data,
+    search) may use every core."""
     device = pick_device(prefer)
     if not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    torch.set_num_threads(threads)
+    if device.type == "cpu":
+        torch.set_num_threads(threads)
     return device
 
 
