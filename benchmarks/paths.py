@@ -8,7 +8,8 @@ process per switch, and prints a fingerprint of the weights (their sum, and a ha
 bytes). A switch that changes the fingerprint makes that chapter train along another path:
 after thousands of steps, to another model, as another CPU (or a GPU) would. Switches:
 PyTorch's CPU kernels (ATEN_CPU_CAPABILITY), MKL's instruction set (MKL_ENABLE_INSTRUCTIONS),
-oneDNN's (DNNL_MAX_CPU_ISA), and two torch threads instead of one. Not a test: the answer
+oneDNN's (DNNL_MAX_CPU_ISA), two torch threads instead of one, and the ordinary profile (all
+three capped at AVX2, toylib.device.PROFILES). Not a test: the answer
 belongs to the CPU it ran on.
 """
 
@@ -21,6 +22,8 @@ import os
 import subprocess
 import sys
 
+from toylib.device import PROFILES
+
 CHAPTERS = ("life", "sequences", "tictactoe", "maze", "sokoban")
 SHORT = {"life": {"steps": 60}, "sequences": {"steps": 60}, "tictactoe": {"max_epochs": 2},
          "maze": {"steps": 30}, "sokoban": {"steps": 20}}  # a few seconds of training each
@@ -32,6 +35,7 @@ SWITCHES = {
     "MKL_ENABLE_INSTRUCTIONS=AVX2": {"MKL_ENABLE_INSTRUCTIONS": "AVX2"},
     "DNNL_MAX_CPU_ISA=AVX2": {"DNNL_MAX_CPU_ISA": "AVX2"},
     "2 threads": {"TOYLIB_PATHS_THREADS": "2"},
+    "TOYLIB_PROFILE=ordinary": PROFILES["ordinary"],  # AVX2 in ATen, oneDNN and MKL at once
 }
 
 
