@@ -386,8 +386,8 @@ def _sokoban_model(data: dict) -> torch.nn.Module:
 
     return load_weights(sokoban_net.SokobanPolicy(sokoban_net.SokobanConfig(
         d_model=data["d_model"], n_heads=data["n_heads"], n_layers=data["n_layers"], channels=data["channels"],
-        conv_layers=data["conv_layers"], region=data.get("region", False), n_ctx=data["n_ctx"],
-        history=data["history"])), data)
+        conv_layers=data["conv_layers"], region=data.get("region", False), inside=data.get("inside", False),
+        pieces=data.get("pieces", False), n_ctx=data["n_ctx"], history=data["history"])), data)
 
 
 def _board(b) -> dict:

@@ -4,6 +4,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
 
@@ -584,6 +585,20 @@ def test_attending_one_board_more_at_a_time_gives_what_attending_the_whole_histo
         model.attend_more(torch.randn(3, model.config.n_ctx, model.config.d_model), past)
 
 
+def test_padding_convolved_or_skipped_gives_the_real_boards_the_same_logits(data):
+    # the CPU skips the padding's convolutions; a GPU convolves it rather than count real boards
+    torch.manual_seed(0)
+    model = net.SokobanPolicy(tiny_config()).eval()
+    goal, boards, lengths, *_ = net._batch(data["train"], np.arange(16))
+    assert lengths.min() < boards.shape[1]  # some histories are padded
+    with torch.no_grad():
+        skipped = model(goal, boards, lengths)[:2]
+        convolved = model(goal, boards)[:2]
+    real = torch.arange(boards.shape[1]) < lengths[:, None]
+    for a, b in zip(skipped, convolved):
+        torch.testing.assert_close(a[real], b[real])
+
+
 def test_the_loss_counts_every_optimal_move(data):
     torch.manual_seed(0)
     model = net.SokobanPolicy(tiny_config())
@@ -654,6 +669,11 @@ def test_the_policy_refuses_what_it_cannot_read():
         measure.Walks(model, [])
     with pytest.raises(ValueError, match="8x8"):
         measure.Frontier(model, [small])
+    open_edge = world.from_xsb("\n".join(["#@$. ###"] + ["########"] * 7))  # floor on the top edge
+    assert not world.walled(open_edge) and world.walled(world.from_xsb(ROUND))
+    for solve in (measure.Walks, measure.Frontier):
+        with pytest.raises(ValueError, match="walled all round"):
+            solve(model, [open_edge])
     with pytest.raises(ValueError, match="no boards"):
         measure.solve_beams(model, [])
 
@@ -746,18 +766,51 @@ def test_walkable_is_the_players_region_by_bfs(boards):
     assert not net.walkable(goal).any()  # the goal board has no player
 
 
+def test_the_token_reads_each_channel_where_the_box_and_the_player_stand(boards):
+    found = [b for b, _ in boards[:10]]
+    planes = torch.from_numpy(np.stack([world.to_channels(b) for b in found]))
+    goal = torch.from_numpy(world.encode(found[0].grid, found[0].goal, found[0].goal, -1))[None]
+    encoder = net.SokobanPolicy(tiny_config(inside=True, pieces=True)).encoder
+    pooled = []
+    hook = encoder.out.register_forward_pre_hook(lambda m, args: pooled.append(args[0]))
+    with torch.no_grad():
+        encoder(torch.cat([planes, goal]))
+        hook.remove()
+        x = torch.cat([planes.float(), net.walkable(planes)], 1)[..., 1:-1, 1:-1]  # (n, 6, 6, 6)
+        x = F.gelu(encoder.first(x))
+        for conv in encoder.convs:
+            x = x + F.gelu(conv(x))
+    c = encoder.first.out_channels
+    assert pooled[0].shape == (len(found) + 1, 4 * c)
+    for i, b in enumerate(found):
+        (br, bc), (pr, pc) = divmod(b.box, 8), divmod(b.player, 8)
+        torch.testing.assert_close(pooled[0][i, 2 * c : 3 * c], x[i, :, br - 1, bc - 1])
+        torch.testing.assert_close(pooled[0][i, 3 * c :], x[i, :, pr - 1, pc - 1])
+    assert not pooled[0][-1, 3 * c :].any()  # the goal board has no player: its player features read 0
+
+
+def test_walkable_without_asking_after_each_pass_floods_as_far(boards, monkeypatch):
+    # a GPU's way (`_still_on_cpu` answers False there): every pass a board could need
+    found = [b for b, _ in boards] + [world.from_xsb(t) for t in (ROUND, CORNER, ALONG_THE_WALL)]
+    planes = torch.from_numpy(np.stack([world.to_channels(b) for b in found]))
+    asking = net.walkable(planes)
+    monkeypatch.setattr(net, "_still_on_cpu", lambda grown, region: False)
+    assert torch.equal(net.walkable(planes), asking)
+
+
 def test_the_encoder_reads_the_region_as_its_sixth_plane_and_the_post_s_five_without_it(boards):
     found = [b for b, _ in boards[:20]]
     planes = torch.from_numpy(np.stack([world.to_channels(b) for b in found]))
     seen = []
-    for region, channels in ((True, 6), (False, 5)):
-        encoder = net.SokobanPolicy(tiny_config(region=region)).encoder
+    for region, channels, inside in ((True, 6, False), (False, 5, False), (True, 6, True)):
+        encoder = net.SokobanPolicy(tiny_config(region=region, inside=inside)).encoder
         hook = encoder.first.register_forward_pre_hook(lambda m, args: seen.append(args[0]))
         encoder(planes)
         hook.remove()
         assert encoder.first.in_channels == channels and seen[-1].shape[1] == channels
     assert (seen[0][:, 5].numpy() == np.stack([_walk_region(b) for b in found])).all()
     assert torch.equal(seen[0][:, :5], seen[1])
+    assert torch.equal(seen[2], seen[0][..., 1:-1, 1:-1])  # inside: the squares within the border wall
 
 
 def test_the_start_loss_is_the_nsteps_cross_entropy_at_the_start_board_alone(data):

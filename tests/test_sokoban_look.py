@@ -97,6 +97,8 @@ def test_solve_frames_refuse_bad_input():
     model = tiny()
     with pytest.raises(ValueError, match="8x8"):
         solve_frames(model, "#####\n#@$.#\n#####")
+    with pytest.raises(ValueError, match="walled all round"):
+        solve_frames(model, "\n".join(["#@$. ###"] + ["########"] * 7))
     with pytest.raises(ValueError, match="a Board or its XSB text"):
         solve_frames(model, np.zeros((8, 8)))
     with pytest.raises(ValueError, match="width"):

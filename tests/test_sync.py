@@ -7,8 +7,8 @@ computes besides the backward pass and the optimiser, which read nothing), and i
 between its records. A function named `*_on_cpu` reads only what is on the CPU, where a read
 costs nothing; its reads are not counted.
 
-Two chapters still read during a step, and their tests say where (expected failures, strict: a
-chapter that stops reading makes its test pass, and then the mark must go)."""
+One chapter still reads during a step, and its test says where (an expected failure, strict: once
+the chapter stops reading, its test passes, and then the mark must go)."""
 
 from __future__ import annotations
 
@@ -172,8 +172,6 @@ def test_maze_step_reads_nothing(monkeypatch):
     assert reads_in_steps(monkeypatch, net, lambda: net.train(config, device="cpu", progress=False)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="`walkable` floods until a pass changes nothing (torch.equal once a pass), "
-                   "and the loss and forward pass pick real boards and learnable moves by boolean masks")
 def test_sokoban_step_reads_nothing(monkeypatch):
     from toylib.sokoban import dataset, net
 

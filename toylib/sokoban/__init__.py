@@ -22,8 +22,9 @@ moves (the post's A* minimised pushes), the nsteps target counts the moves *left
 first code gave the whole solution's length at every step), no held-out board has a rotated or
 mirrored twin among the training boards, training stops on validation boards of its own,
 the policy learns every optimal move of a board, not the one its solver happened to take, its
-encoder reads a sixth plane (where the player can walk), and a start loss asks the verdict
-on 24,000 more start boards.
+encoder reads a sixth plane (where the player can walk), convolves only the squares inside
+the border wall and reads the features where the box and the player stand, and a start loss
+asks the verdict on 24,000 more start boards.
 
 The chapter's rooms, in the reader's order:
 

@@ -76,41 +76,59 @@
     }
     return p;
   }
-  // nn.Conv2d, 3x3, padding 1, on an 8x8 map: x (in, 64) -> (out, 64). The input is copied
-  // into a 10x10 frame of zeros first, so that the inner loops test no edges.
-  function conv(x, W, bias) {
-    const [out, inp] = W.shape, w = W.data, y = new Float64Array(out * 64), xp = new Float64Array(inp * 100);
+  // nn.Conv2d, 3x3, padding 1, on an n x n map: x (in, n * n) -> (out, n * n). The input is
+  // copied into an (n + 2) x (n + 2) frame of zeros first, so that the inner loops test no edges.
+  function conv(x, W, bias, n) {
+    const [out, inp] = W.shape, w = W.data, f = n + 2, y = new Float64Array(out * n * n), xp = new Float64Array(inp * f * f);
     for (let i = 0; i < inp; i++)
-      for (let r = 0; r < SIZE; r++)
-        for (let c = 0; c < SIZE; c++) xp[i * 100 + (r + 1) * 10 + c + 1] = x[i * 64 + r * SIZE + c];
+      for (let r = 0; r < n; r++)
+        for (let c = 0; c < n; c++) xp[i * f * f + (r + 1) * f + c + 1] = x[i * n * n + r * n + c];
     for (let o = 0; o < out; o++) {
-      const acc = y.subarray(o * 64, (o + 1) * 64).fill(bias.data[o]);
+      const acc = y.subarray(o * n * n, (o + 1) * n * n).fill(bias.data[o]);
       for (let i = 0; i < inp; i++)
         for (let kr = 0; kr < 3; kr++)
           for (let kc = 0; kc < 3; kc++) {
             const wv = w[((o * inp + i) * 3 + kr) * 3 + kc];
-            for (let r = 0; r < SIZE; r++) {
-              const from = i * 100 + (r + kr) * 10 + kc, to = r * SIZE;
-              for (let c = 0; c < SIZE; c++) acc[to + c] += wv * xp[from + c];
+            for (let r = 0; r < n; r++) {
+              const from = i * f * f + (r + kr) * f + kc, to = r * n;
+              for (let c = 0; c < n; c++) acc[to + c] += wv * xp[from + c];
             }
           }
     }
     return y;
   }
+  // planes (k, 64) -> (k, 36): the squares inside the border wall
+  function inside(p) {
+    const k = p.length / 64, n = SIZE - 2, q = new Float64Array(k * n * n);
+    for (let i = 0; i < k; i++)
+      for (let r = 0; r < n; r++)
+        for (let c = 0; c < n; c++) q[i * n * n + r * n + c] = p[i * 64 + (r + 1) * SIZE + c + 1];
+    return q;
+  }
   // BoardEncoder: a board's planes -> its token (d_model,)
   function token(model, b) {
-    const w = model.weights;
-    let x = conv(planes(b, model.region), w["encoder.first.weight"], w["encoder.first.bias"]).map(nn.gelu);
+    const w = model.weights, n = model.inside ? SIZE - 2 : SIZE, m = n * n;
+    const p = model.inside ? inside(planes(b, model.region)) : planes(b, model.region);
+    let x = conv(p, w["encoder.first.weight"], w["encoder.first.bias"], n).map(nn.gelu);
     for (let l = 0; l < model.conv_layers - 1; l++) {
-      const y = conv(x, w[`encoder.convs.${l}.weight`], w[`encoder.convs.${l}.bias`]);
+      const y = conv(x, w[`encoder.convs.${l}.weight`], w[`encoder.convs.${l}.bias`], n);
       x = x.map((v, i) => v + nn.gelu(y[i]));
     }
-    const ch = model.channels, pooled = new Float64Array(2 * ch);
+    // each channel's maximum and mean; with pieces, its values at the box and the player
+    // (planes 4 and 3 as weights: zero where a piece is absent)
+    const ch = model.channels, pooled = new Float64Array((model.pieces ? 4 : 2) * ch);
     for (let k = 0; k < ch; k++) {
-      let top = -Infinity, sum = 0;
-      for (let s = 0; s < 64; s++) { top = Math.max(top, x[k * 64 + s]); sum += x[k * 64 + s]; }
+      let top = -Infinity, sum = 0, box = 0, player = 0;
+      for (let s = 0; s < m; s++) {
+        const v = x[k * m + s];
+        top = Math.max(top, v);
+        sum += v;
+        box += v * p[4 * m + s];
+        player += v * p[3 * m + s];
+      }
       pooled[k] = top;
-      pooled[ch + k] = sum / 64;
+      pooled[ch + k] = sum / m;
+      if (model.pieces) { pooled[2 * ch + k] = box; pooled[3 * ch + k] = player; }
     }
     return nn.linear(pooled, 1, w["encoder.out.weight"], w["encoder.out.bias"]);
   }

@@ -32,6 +32,7 @@ from toylib.sokoban.world import (
     moves_to_goal,
     render_rgb,
     shortest_solution,
+    walled,
 )
 
 # ----------------------------------------------------------------------------- looking inside
@@ -48,6 +49,8 @@ def _as_board(board: Board | str) -> Board:
         raise ValueError(f"a board is a Board or its XSB text, got {type(board).__name__}")
     if board.shape != (SIZE, SIZE):
         raise ValueError(f"the policy reads {SIZE}x{SIZE} boards, got {board.shape[0]}x{board.shape[1]}")
+    if not walled(board):
+        raise ValueError("the policy reads boards walled all round: this one has floor on its edge")
     return board
 
 
@@ -340,7 +343,7 @@ def live_board(model: SokobanPolicy, levels: Sequence[Board | str]):
     c = model.config
     return Live("sokoban", "ToySokoban", {
         "weights": weights(model), "d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers,
-        "channels": c.channels, "conv_layers": c.conv_layers, "region": c.region, "n_ctx": c.n_ctx,
-        "history": c.history,
+        "channels": c.channels, "conv_layers": c.conv_layers, "region": c.region, "inside": c.inside,
+        "pieces": c.pieces, "n_ctx": c.n_ctx, "history": c.history,
         "levels": [{"board": {"walls": b.grid.reshape(-1), "goal": b.goal, "box": b.box, "player": b.player},
                     "fewest": len(f)} for b, f in zip(boards, fewest)]})

@@ -19,7 +19,7 @@ from toylib.infer import model_device
 from toylib.sokoban import dataset, net
 from toylib.sokoban.dataset import SokobanSet
 from toylib.sokoban.net import Accuracies, SokobanConfig, SokobanPolicy, accuracies
-from toylib.sokoban.world import ACTION_NAMES, CHANNELS, SIZE, UNDO, Board, Play, encode, neighbours
+from toylib.sokoban.world import ACTION_NAMES, CHANNELS, SIZE, UNDO, Board, Play, encode, neighbours, walled
 from toylib.targets import Table, Target, format_table, pct, time_target
 
 # ----------------------------------------------------------------------------- solving with the policy
@@ -32,6 +32,8 @@ def _check_starts(starts: Sequence[Board]) -> None:
         raise ValueError("no boards to solve")
     if any(not isinstance(b, Board) or b.shape != (SIZE, SIZE) for b in starts):
         raise ValueError(f"the policy reads {SIZE}x{SIZE} Boards")
+    if not all(walled(b) for b in starts):
+        raise ValueError("the policy reads boards walled all round: a board has floor on its edge")
 
 
 class Walks:

@@ -28,16 +28,18 @@ from toylib.train import Callback, History, TrainOptions, fit, side_by_side
 class SokobanConfig:
     """A policy and how to train it. The defaults reach the chapter's targets."""
 
-    d_model: int = 64  # width of every token
+    d_model: int = 32  # width of every token (the post: 16)
     n_heads: int = 8
     n_layers: int = 3  # transformer blocks over the history (the post: 3)
-    channels: int = 32  # width of the convolutional board encoder
+    channels: int = 16  # width of the convolutional board encoder
     conv_layers: int = 6  # 3x3 convolutions per board, all but the first residual
     region: bool = True  # a sixth plane, where the player can walk (`walkable`); False: the post's 5
+    inside: bool = True  # convolve only the squares inside the border wall, which every board has
+    pieces: bool = True  # the token also reads the features at the box's and the player's squares
     n_ctx: int = 32  # boards a history holds, the goal board not counted (the post: 32)
     history: bool = True  # False: the baseline, each board sees only itself and the goal
     dropout: float = 0.0
-    steps: int = 2_500  # batches (cosine decay over them): about 3 min on one CPU thread
+    steps: int = 2_200  # batches (cosine decay over them)
     batch_size: int = 32  # entries per batch (the post: 32)
     lr: float = 6e-3  # peak learning rate (AdamW): 3e-3 learns more slowly, 1e-2 no better
     warmup: int = 100
@@ -83,15 +85,24 @@ def walkable(planes: torch.Tensor) -> torch.Tensor:
     passes as the board needs, at most one per floor square. It has no
     weights: it is how the player moves, as the legal moves are, and a few
     convolutions cannot follow a corridor that winds further than they see.
+    On a GPU it makes every pass a board could need (one per square), rather
+    than wait after each pass to ask whether it changed anything.
     """
     x = planes.float()
     free = x[:, 1:2] * (1 - x[:, 4:5])  # (n, 1, rows, cols): floor, no box
     region = x[:, 3:4]  # the player's square
-    while True:
+    for _ in range(free.shape[-2] * free.shape[-1]):
         grown = torch.maximum(region, _beside(region) * free)
-        if torch.equal(grown, region):
-            return region
+        if _still_on_cpu(grown, region):
+            break
         region = grown
+    return region
+
+
+def _still_on_cpu(grown: torch.Tensor, region: torch.Tensor) -> bool:
+    """On the CPU, whether a pass of the flood changed nothing (then it is done); elsewhere
+    False without asking, as the answer would wait for the device."""
+    return grown.device.type == "cpu" and torch.equal(grown, region)
 
 
 class BoardEncoder(nn.Module):
@@ -107,23 +118,37 @@ class BoardEncoder(nn.Module):
     squares of it (the box, the player, the walls beside them), which is what the moves depend
     on. The maximum says whether a feature fires anywhere (a box stuck in a corner), the mean
     how much of the board it covers. Against a linear map of the whole feature map (this
-    encoder's earlier form) it picks more shortest-solution moves, with fewer parameters."""
+    encoder's earlier form) it picks more shortest-solution moves, with fewer parameters.
 
-    def __init__(self, channels: int, layers: int, d_model: int, region: bool = False):
+    With `pieces`, the token also reads each channel where the box stands and where the player
+    stands (the box and player planes as weights, so a piece that is absent reads 0): the two
+    squares the next move turns on, still wherever they are on the board: with them 16
+    channels come close to what 32 learned without. With `inside`, the convolutions see only the
+    squares inside the border wall, which every board has, so it tells nothing: 36 squares of
+    an 8x8 board in place of 64, and the zeros the convolutions pad with stand for the wall."""
+
+    def __init__(self, channels: int, layers: int, d_model: int, region: bool = False, inside: bool = False,
+                 pieces: bool = False):
         super().__init__()
-        self.region = region
+        self.region, self.inside, self.pieces = region, inside, pieces
         self.first = nn.Conv2d(len(CHANNELS) + region, channels, 3, padding=1)
         self.convs = nn.ModuleList(nn.Conv2d(channels, channels, 3, padding=1) for _ in range(layers - 1))
-        self.out = nn.Linear(2 * channels, d_model)
+        self.out = nn.Linear((4 if pieces else 2) * channels, d_model)
 
     def forward(self, planes: torch.Tensor) -> torch.Tensor:
         x = planes.float()  # (n, 5, rows, cols)
         if self.region:
             x = torch.cat([x, walkable(x)], 1)  # (n, 6, rows, cols)
+        if self.inside:
+            x = x[..., 1:-1, 1:-1]  # (n, planes, rows - 2, cols - 2)
         x = F.gelu(self.first(x))  # (n, channels, rows, cols)
         for conv in self.convs:
             x = x + F.gelu(conv(x))  # each layer reaches one square further
-        pooled = torch.cat([x.amax((2, 3)), x.mean((2, 3))], 1)  # (n, 2 * channels)
+        pooled = [x.amax((2, 3)), x.mean((2, 3))]  # (n, channels) each
+        if self.pieces:  # the box plane and the player plane as weights: zero where the piece is absent
+            pooled += [(x * planes[:, 4:5, 1:-1, 1:-1] if self.inside else x * planes[:, 4:5]).sum((2, 3)),
+                       (x * planes[:, 3:4, 1:-1, 1:-1] if self.inside else x * planes[:, 3:4]).sum((2, 3))]
+        pooled = torch.cat(pooled, 1)  # (n, 2 or 4 * channels)
         return self.out(pooled)  # (n, d_model)
 
 
@@ -142,7 +167,7 @@ class SokobanPolicy(nn.Module):
     def __init__(self, config: SokobanConfig = SokobanConfig()):
         super().__init__()
         self.config = c = config
-        self.encoder = BoardEncoder(c.channels, c.conv_layers, c.d_model, c.region)
+        self.encoder = BoardEncoder(c.channels, c.conv_layers, c.d_model, c.region, c.inside, c.pieces)
         self.position = nn.Embedding(c.n_ctx + 1, c.d_model)  # 0: the goal, then the boards in order
         self.blocks = Encoder(c.n_layers, c.d_model, c.n_heads, 4 * c.d_model, c.dropout, causal=True)
         self.action_head = nn.Linear(c.d_model, len(ACTION_NAMES))
@@ -200,14 +225,22 @@ class SokobanPolicy(nn.Module):
 
     def forward(self, goal: torch.Tensor, boards: torch.Tensor,
                 lengths: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        b, t = boards.shape[:2]
-        if lengths is None:
-            tokens = self.tokens(boards.flatten(0, 1)).view(b, t, -1)  # (B, T, d)
-        else:  # padding never reaches a real board (attention is causal): skip its convolutions
-            real = torch.arange(t, device=boards.device) < lengths[:, None]  # (B, T)
-            tokens = boards.new_zeros(b, t, self.config.d_model, dtype=torch.float32)
-            tokens[real] = self.tokens(boards[real])
+        if lengths is None or boards.device.type != "cpu":
+            tokens = self.tokens(boards.flatten(0, 1)).view(*boards.shape[:2], -1)  # (B, T, d)
+        else:
+            tokens = self._real_tokens_on_cpu(boards, lengths)
         return self.attend(self.tokens(goal), tokens)
+
+    def _real_tokens_on_cpu(self, boards: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Boards (B, T, 5, rows, cols) -> tokens (B, T, d), zero past each history's length:
+        padding never reaches a real board (attention is causal), so on the CPU its
+        convolutions are skipped. A GPU convolves the padding too, rather than wait to count
+        the real boards."""
+        b, t = boards.shape[:2]
+        real = torch.arange(t, device=boards.device) < lengths[:, None]  # (B, T)
+        tokens = boards.new_zeros(b, t, self.config.d_model, dtype=torch.float32)
+        tokens[real] = self.tokens(boards[real])
+        return tokens
 
 
 def _batch(data: SokobanSet, index: np.ndarray, n_ctx: int | None = None) -> tuple[torch.Tensor, ...]:
@@ -246,11 +279,12 @@ def loss_from_logits(
     every real board. Logits (B, T, 5) and (B, T, N_NSTEPS), the rest as
     a batch holds them (B, T) and (B, T, 5)."""
     learn = mask & optimal.any(-1)  # (B, T)
-    logp = torch.log_softmax(action_logits[learn], -1)  # (n, 5)
-    best = logp.masked_fill(~optimal[learn], -math.inf)  # (n, 5)
-    policy_loss = -torch.logsumexp(best, -1).mean()
-    real = nsteps >= 0
-    nsteps_loss = F.cross_entropy(nsteps_logits[real], nsteps[real])
+    # where no action is learned every action counts as right: -log 1 = 0, and no gradient
+    allowed = optimal | ~learn[..., None]  # (B, T, 5)
+    logp = torch.log_softmax(action_logits, -1).masked_fill(~allowed, -math.inf)  # (B, T, 5)
+    policy_loss = -(torch.logsumexp(logp, -1) * learn).sum() / learn.sum()
+    # nsteps is -1 past the end of a history: not scored
+    nsteps_loss = F.cross_entropy(nsteps_logits.flatten(0, -2), nsteps.flatten(), ignore_index=-1)
     # the metrics stay tensors: `fit` reads them when it records them
     return policy_loss + nsteps_loss, {"policy_loss": policy_loss.detach(),
                                        "nsteps_loss": nsteps_loss.detach()}

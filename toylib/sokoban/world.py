@@ -163,6 +163,13 @@ def _check_shape(shape) -> tuple[int, int] | None:
     return int(shape[0]), int(shape[1])
 
 
+def walled(board: Board) -> bool:
+    """Whether every square on the board's edge is a wall, as on every board the generators
+    make: the policy's encoder convolves only the squares inside (`SokobanConfig.inside`)."""
+    grid = board.grid
+    return bool(grid[0].all() and grid[-1].all() and grid[:, 0].all() and grid[:, -1].all())
+
+
 def from_xsb(text: str, shape: tuple[int, int] | None = (SIZE, SIZE)) -> Board:
     """Read a level in XSB: '#' wall, '@' player, '+' player on the goal, '$' box, '*' box on the
     goal, '.' goal, ' ' (or '-', '_') floor, one line per row. Blank lines before and after are
