@@ -225,22 +225,45 @@ class SokobanPolicy(nn.Module):
 
     def forward(self, goal: torch.Tensor, boards: torch.Tensor,
                 lengths: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if lengths is None or boards.device.type != "cpu":
-            tokens = self.tokens(boards.flatten(0, 1)).view(*boards.shape[:2], -1)  # (B, T, d)
-        else:
-            tokens = self._real_tokens_on_cpu(boards, lengths)
-        return self.attend(self.tokens(goal), tokens)
+        return self.read((goal, boards, lengths))[0]
 
-    def _real_tokens_on_cpu(self, boards: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Boards (B, T, 5, rows, cols) -> tokens (B, T, d), zero past each history's length:
-        padding never reaches a real board (attention is causal), so on the CPU its
-        convolutions are skipped. A GPU convolves the padding too, rather than wait to count
-        the real boards."""
-        b, t = boards.shape[:2]
-        real = torch.arange(t, device=boards.device) < lengths[:, None]  # (B, T)
-        tokens = boards.new_zeros(b, t, self.config.d_model, dtype=torch.float32)
-        tokens[real] = self.tokens(boards[real])
-        return tokens
+    def read(self, *batches: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]
+             ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """`forward` on several batches at once, (goal, boards, lengths or None) each: the goal
+        boards and boards of every batch go through the encoder in one pass, which costs less
+        than a pass for each (a training step reads a batch of entries and a batch of start
+        boards: one pass instead of four saves a fifth of the step), then each batch through
+        the transformer alone."""
+        planes, real = [], []
+        for goal, boards, lengths in batches:
+            picked, r = _real_boards_on_cpu(boards, lengths)
+            planes += [goal, picked]
+            real.append(r)
+        tokens = self.tokens(torch.cat(planes)).split([len(p) for p in planes])  # (n, d) each
+        return [self.attend(goal_tokens, _placed_on_cpu(board_tokens, r, boards.shape[:2]))
+                for goal_tokens, board_tokens, (_, boards, _), r in zip(tokens[::2], tokens[1::2], batches, real)]
+
+
+def _real_boards_on_cpu(boards: torch.Tensor, lengths: torch.Tensor | None
+                        ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Boards (B, T, 5, rows, cols) -> the planes to encode (n, 5, rows, cols), and which of
+    the (B, T) places they fill. Padding never reaches a real board (attention is causal), so
+    on the CPU, given the `lengths` (B,), only real boards are picked (None: every board).
+    A GPU encodes the padding too, rather than wait to count the real boards."""
+    if lengths is None or boards.device.type != "cpu":
+        return boards.flatten(0, 1), None
+    real = torch.arange(boards.shape[1], device=boards.device) < lengths[:, None]  # (B, T)
+    return boards[real], real
+
+
+def _placed_on_cpu(tokens: torch.Tensor, real: torch.Tensor | None, shape: tuple[int, int]) -> torch.Tensor:
+    """Tokens (n, d) of the boards `_real_boards_on_cpu` picked -> (B, T, d), zero where it
+    picked none."""
+    if real is None:
+        return tokens.view(*shape, -1)
+    placed = tokens.new_zeros(*shape, tokens.shape[-1])
+    placed[real] = tokens
+    return placed
 
 
 def _batch(data: SokobanSet, index: np.ndarray, n_ctx: int | None = None) -> tuple[torch.Tensor, ...]:
@@ -304,10 +327,16 @@ def start_loss(model: SokobanPolicy, starts: tuple[torch.Tensor, ...]) -> torch.
 def loss_with_starts(
     model: SokobanPolicy, batch: tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """`sokoban_loss` on a batch of entries plus `start_loss` on a batch of start boards."""
-    entries, starts = batch
-    loss, metrics = sokoban_loss(model, entries)
-    at_start = start_loss(model, starts)
+    """`sokoban_loss` on a batch of entries plus `start_loss` on a batch of start boards, with
+    the boards of both through the encoder in one pass (`SokobanPolicy.read`)."""
+    device = model_device(model)
+    goal, boards, lengths, _, mask, nsteps, optimal = (x.to(device) for x in batch[0])
+    start_goal, start_boards, start_nsteps = (batch[1][i].to(device) for i in (0, 1, 5))
+    # (B, T, 5), (B, T, N_NSTEPS); (B', 1, N_NSTEPS) at the start boards
+    (action_logits, nsteps_logits, _), (_, start_logits, _) = model.read(
+        (goal, boards, lengths), (start_goal, start_boards[:, :1], None))
+    loss, metrics = loss_from_logits(action_logits, nsteps_logits, mask, nsteps, optimal)
+    at_start = F.cross_entropy(start_logits[:, 0], start_nsteps[:, 0])
     return loss + at_start, {**metrics, "start_loss": at_start.detach()}
 
 
