@@ -302,12 +302,15 @@ def loss_from_logits(
     every real board. Logits (B, T, 5) and (B, T, N_NSTEPS), the rest as
     a batch holds them (B, T) and (B, T, 5)."""
     learn = mask & optimal.any(-1)  # (B, T)
-    # where no action is learned every action counts as right: -log 1 = 0, and no gradient
+    # where no action is learned every action counts as right:
+    # -log 1 = 0, and no gradient
     allowed = optimal | ~learn[..., None]  # (B, T, 5)
-    logp = torch.log_softmax(action_logits, -1).masked_fill(~allowed, -math.inf)  # (B, T, 5)
+    logp = torch.log_softmax(action_logits, -1)  # (B, T, 5)
+    logp = logp.masked_fill(~allowed, -math.inf)
     policy_loss = -(torch.logsumexp(logp, -1) * learn).sum() / learn.sum()
     # nsteps is -1 past the end of a history: not scored
-    nsteps_loss = F.cross_entropy(nsteps_logits.flatten(0, -2), nsteps.flatten(), ignore_index=-1)
+    nsteps_loss = F.cross_entropy(nsteps_logits.flatten(0, -2),
+                                  nsteps.flatten(), ignore_index=-1)
     # the metrics stay tensors: `fit` reads them when it records them
     return policy_loss + nsteps_loss, {"policy_loss": policy_loss.detach(),
                                        "nsteps_loss": nsteps_loss.detach()}
