@@ -7,8 +7,9 @@
 For each case, K models of one shape (the four sequence tasks; K seeds of Life's default
 model) take the same batches two ways: one model after another, each
 with its own AdamW (as the chapters train them), and all at once through `torch.func`
-(`stack_module_state`, `functional_call` under `vmap`, the K losses summed, one AdamW over the
-stacked weights, which is K AdamWs, since AdamW works weight by weight). It prints the time of
+(`stack_module_state`, `functional_call` under `vmap`, the K losses summed, the gradient of
+each model clipped alone, one AdamW over the stacked weights, which is K AdamWs, since AdamW
+works weight by weight). It prints the time of
 a step of all K models both ways, and the largest difference between the two ways' gradients
 at the first step, relative to the largest gradient of each weight tensor (float rounding
 alone: the two ways compute the same thing). One thread, as the chapters train. Not a test:
@@ -63,7 +64,24 @@ def stack(group: list) -> tuple:
     return tuple(torch.stack(parts) for parts in zip(*group))
 
 
-def compare(name: str, k: int, steps: int) -> None:
+def clip_per_model(params: dict[str, torch.Tensor], max_norm: float) -> None:
+    """`nn.utils.clip_grad_norm_` for each of the K stacked models alone: the gradients of
+    model k (row k of every weight) scaled down to a norm of at most `max_norm`."""
+    grads = [p.grad for p in params.values() if p.grad is not None]
+    norms = torch.stack([g.reshape(len(g), -1).pow(2).sum(1) for g in grads]).sum(0).sqrt()  # (K,)
+    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)  # (K,)
+    for g in grads:
+        g.mul_(scale.view(-1, *[1] * (g.dim() - 1)))
+
+
+def two_ways(name: str, k: int, steps: int, grad_clip: float | None = 1.0) -> dict:
+    """K models of case `name` trained `steps` steps on the same batches one after another
+    (each with its AdamW and its gradient clipping) and all at once (`vmap`, the losses
+    summed, one AdamW over the stacked weights, clipping per model). Returns the models of the
+    first way ("separate"), the stacked weights of the second ("stacked", each (K, ...)), the
+    largest gap between the two ways' first-step gradients relative to each weight's largest
+    gradient ("gap"), and each way's milliseconds for a step of every model after the first
+    ("times")."""
     seed_everything(0)
     models, make_batches, loss_fn = CASES[name](k)
     batches = [make_batches() for _ in range(steps)]
@@ -75,6 +93,8 @@ def compare(name: str, k: int, steps: int) -> None:
             loss = loss_fn(m, batch)
             opt.zero_grad()
             loss.backward()
+            if grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(m.parameters(), grad_clip)
             opt.step()
 
     params = stack_module_state(models)[0]  # every weight (K, ...)
@@ -94,30 +114,42 @@ def compare(name: str, k: int, steps: int) -> None:
     def loss_of(p, b, batch):
         return loss_fn(Stand(p, b), batch)
 
+    first_grads = {}
+
     def at_once(step):
         group = batches[step]
         batch = stack(group)  # (K, ...) each
         losses = vmap(loss_of, in_dims=(0, None, 0), randomness="same")(params, buffers, batch)  # (K,)
         stacked_opt.zero_grad()
-        losses.sum().backward()
+        losses.sum().backward()  # model k's weights get model k's gradient alone
+        if grad_clip is not None:
+            clip_per_model(params, grad_clip)
+        if step == 0:  # as clipped, as the separate models' gradients are
+            first_grads.update({key: p.grad.clone() for key, p in params.items()})
         stacked_opt.step()
 
-    # the first step both ways, from the same weights and batches: their gradients are compared
+    # the first step both ways, from the same weights and batches: their gradients (clipped) are compared
     one_by_one(0)
     at_once(0)
     gap = 0.0
     for i, m in enumerate(separate):
         for key, weight in m.named_parameters():
             scale = weight.grad.abs().max().clamp(min=1e-12)
-            gap = max(gap, ((params[key].grad[i] - weight.grad).abs().max() / scale).item())
+            gap = max(gap, ((first_grads[key][i] - weight.grad).abs().max() / scale).item())
     times = {}
     for how, run in (("one after another", one_by_one), ("at once", at_once)):
         start = time.perf_counter()
         for step in range(1, steps):
             run(step)
-        times[how] = (time.perf_counter() - start) / (steps - 1) * 1000
+        times[how] = (time.perf_counter() - start) / max(1, steps - 1) * 1000
+    return {"separate": separate, "stacked": params, "gap": gap, "times": times}
+
+
+def compare(name: str, k: int, steps: int) -> None:
+    run = two_ways(name, k, steps)
+    times = run["times"]
     print(f"| {name} | {k} | {times['one after another']:.1f} | {times['at once']:.1f} | "
-          f"{times['one after another'] / times['at once']:.2f} | {gap:.1e} |", flush=True)
+          f"{times['one after another'] / times['at once']:.2f} | {run['gap']:.1e} |", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1003,6 +1003,63 @@ def test_the_wave_loss_judges_every_pass_but_the_last_and_the_config_guards_it()
         MazeConfig(wave=-1.0)
 
 
+@pytest.mark.parametrize("pad_as_stop", [False, True])
+def test_a_batch_that_keeps_its_padding_columns_has_the_same_loss(monkeypatch, pad_as_stop):
+    # on a GPU the loss keeps the batch's columns of padding only (finding the longest solution
+    # would wait for the device); on the CPU it cuts them. Both leave padding out of the loss,
+    # or with pad_as_stop count it as STOP up to the batch's longest solution, and no further
+    from toylib.maze import net
+
+    mazes = make_mazes(8, size=5, seed=3)
+    tokens = solution_tensor(mazes.solutions)
+    wide = torch.cat([tokens, torch.full((len(tokens), 6), PAD)], 1)  # six columns of padding more
+    torch.manual_seed(0)
+    model = build_model(dataclasses.replace(MazeConfig(), pad_as_stop=pad_as_stop)).eval()
+    with torch.no_grad():
+        cut, cut_metrics = net.maze_loss(model, (torch.from_numpy(mazes.mazes), wide), 12)
+        monkeypatch.setattr(net, "_real_columns_on_cpu", lambda t: t)
+        kept, kept_metrics = net.maze_loss(model, (torch.from_numpy(mazes.mazes), wide), 12)
+    assert float(kept) == pytest.approx(float(cut), rel=1e-5)
+    assert float(kept_metrics["token_acc"]) == pytest.approx(float(cut_metrics["token_acc"]), rel=1e-6)
+    real = (wide[:, 1:] != PAD).sum()
+    assert 0 < real < wide[:, 1:].numel()  # padding there was, and the cut took only padding
+
+
+def test_training_finds_the_passes_and_ways_on_the_cpu_and_the_loss_reuses_them(monkeypatch):
+    from toylib.maze import dataset, net
+
+    mazes = make_mazes(8, size=5, seed=5)
+    batch = (torch.from_numpy(mazes.mazes), solution_tensor(mazes.solutions))
+    config = MazeConfig()
+    gen = torch.Generator().manual_seed(0)
+    passes, ways = net._passes_on_cpu(batch, config, 25, gen)
+    distance = dataset.ways_to_end(batch[0])[1]
+    # at least one past the farthest tile the end reaches, at most extra_passes past the tiles
+    assert int(distance[distance < math.inf].max()) + 1 <= passes <= 25 + config.extra_passes
+    torch.manual_seed(0)
+    model = build_model(config).eval()
+    found = []
+    monkeypatch.setattr(net, "ways_to_end", lambda p: found.append(p) or dataset.ways_to_end(p))
+    with torch.no_grad():
+        reused = net.maze_loss(model, batch, passes, ways)[0]
+        assert found == []  # given the ways, the loss does not search again
+        searched = net.maze_loss(model, batch, passes)[0]
+    assert len(found) == 1 and float(reused) == float(searched)
+
+
+def test_ways_to_end_runs_every_sweep_off_the_cpu_and_finds_the_same(monkeypatch):
+    # off the CPU, asking whether a sweep changed anything would wait for the device
+    from toylib.maze import dataset
+
+    pixels = torch.from_numpy(make_mazes(6, size=5, seed=6).mazes)
+    asked = []
+    monkeypatch.setattr(dataset, "_unchanged_on_cpu", lambda new, old: asked.append(1) or False)
+    every = dataset.ways_to_end(pixels)
+    monkeypatch.undo()
+    early = dataset.ways_to_end(pixels)
+    assert len(asked) == 25 and all(torch.equal(a, b) for a, b in zip(every, early))
+
+
 def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled(monkeypatch):
     from toylib.decode import greedy_decode
     from toylib.maze import net

@@ -202,7 +202,7 @@ def ways_to_end(pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
     for _ in range(rows * cols):
         nearer = torch.minimum(distance, through_exits(distance).amin(-1) + 1).clamp(max=far)
-        if torch.equal(nearer, distance):
+        if _unchanged_on_cpu(nearer, distance):
             break
         distance = nearer
     reached = distance < far  # (batch, R, C)
@@ -212,6 +212,13 @@ def ways_to_end(pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     ways[..., STOP] = end
     ways[..., NO_WAY] = ~reached
     return ways.flatten(1, 2), torch.where(reached, distance, torch.inf).flatten(1)
+
+
+def _unchanged_on_cpu(new: torch.Tensor, old: torch.Tensor) -> bool:
+    """Whether a sweep of `ways_to_end` changed nothing, asked on the CPU only: elsewhere the
+    answer would wait for the device, so the search runs all its sweeps there (a sweep after
+    the last change changes nothing, so the result is the same)."""
+    return new.device.type == "cpu" and torch.equal(new, old)
 
 
 def solution_tensor(solutions: Sequence[Sequence[int]]) -> torch.Tensor:

@@ -385,34 +385,42 @@ def build_model(config: MazeConfig) -> MazeModel:
 # ----------------------------------------------------------------------------- loss
 
 
-def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor],
-              iterations: int | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor], iterations: int | None = None,
+              ways: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Cross-entropy of each next move with teacher forcing, and the share of them right.
-    batch: pixels (batch, R*TILE, C*TILE) and solutions (batch, T) padded with PAD. Padding
-    is left out of both, unless the config trains it as STOP (as the post does)."""
+    batch: pixels (batch, R*TILE, C*TILE) and solutions (batch, T) padded with PAD, on the
+    CPU as the loader gives them (what depends on their values is found there, so a step on a
+    GPU reads nothing back). Padding is left out of both, unless the config trains it as STOP
+    (as the post does), up to the batch's longest solution. ways: `ways_to_end(pixels)`, when
+    the caller has it already (training does); it is found here otherwise."""
     device = model_device(model)
-    pixels, tokens = (t.to(device) for t in batch)
-    tokens = tokens[:, : int((tokens != PAD).sum(1).max())]  # (batch, T): no column of padding only
-    inputs, targets = tokens[:, :-1].clamp(min=0), tokens[:, 1:]  # padding reads as STOP, after the real STOP
-    if model.config.pad_as_stop:
-        targets = targets.clamp(min=0)
+    pixels, tokens = batch
+    tokens = _real_columns_on_cpu(tokens)  # (batch, T)
     wave = model.config.wave and iterations is not None
+    if (model.config.ways or wave) and ways is None:
+        ways = ways_to_end(pixels)  # exact (booleans and whole numbers), wherever it is found
+    pixels, tokens = pixels.to(device), tokens.to(device)
+    inputs, targets = tokens[:, :-1].clamp(min=0), tokens[:, 1:]  # padding reads as STOP, after the real STOP
+    if model.config.pad_as_stop:  # STOP up to the longest solution; a device batch keeps its columns past it
+        past = torch.arange(1, tokens.shape[1], device=device) >= (tokens != PAD).sum(1).max()  # (T - 1,)
+        targets = targets.clamp(min=0).masked_fill(past, PAD)
     # the loss reads no pattern; with the wave, the states after every pass
     memory = (model.encode(pixels, iterations, keep=False, trace=True) if wave
               else model.encode(pixels, iterations, keep=False))
     logits = model.decode(inputs, memory)[0]  # (batch, T - 1, N_MOVES)
     loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
     real = targets != PAD
-    metrics = {"token_acc": (logits.argmax(-1) == targets)[real].float().mean()}  # tensors, read when recorded
+    # tensors, read when recorded
+    metrics = {"token_acc": ((logits.argmax(-1) == targets) & real).sum() / real.sum()}
+    if ways is not None:  # (batch, tiles, N_MOVES + 1), (batch, tiles)
+        right, distance = (t.to(device) for t in ways)
     if model.config.ways:  # every tile's state says its way to the end: any of its right ways
-        ways = ways_to_end(pixels)[0]  # (batch, tiles, N_MOVES + 1)
         logp = F.log_softmax(model.way_head(memory.states), -1)  # (batch, tiles, N_MOVES + 1)
-        way_loss = -torch.logsumexp(logp.masked_fill(~ways, -math.inf), -1).mean()
+        way_loss = -torch.logsumexp(logp.masked_fill(~right, -math.inf), -1).mean()
         loss = loss + model.config.ways * way_loss
         metrics["way_loss"] = way_loss.detach()
     if wave:  # every pass but the last: the ways known so far, NO_WAY where the news is still on its way
-        ways, distance = ways_to_end(pixels)
-        targets = wave_targets(ways, distance, iterations - 1)  # (batch, passes, tiles, N_MOVES + 1)
+        targets = wave_targets(right, distance, iterations - 1)  # (batch, passes, tiles, N_MOVES + 1)
         logp = F.log_softmax(model.way_head(memory.trace[:, :-1]), -1)  # (batch, passes, tiles, N_MOVES + 1)
         wave_loss = -torch.logsumexp(logp.masked_fill(~targets, -math.inf), -1).mean()
         loss = loss + model.config.wave * wave_loss
@@ -434,7 +442,34 @@ def wave_targets(ways: torch.Tensor, distance: torch.Tensor, passes: int) -> tor
     return torch.where(known[..., None], ways[:, None], waiting)
 
 
+def _real_columns_on_cpu(tokens: torch.Tensor) -> torch.Tensor:
+    """Solutions (batch, T) without the columns that hold padding only, cut on the CPU; a
+    batch elsewhere keeps them (finding its longest solution would wait for the device), and
+    the loss leaves them out."""
+    if tokens.device.type != "cpu":
+        return tokens
+    return tokens[:, : int((tokens != PAD).sum(1).max())]
+
+
 # ----------------------------------------------------------------------------- training
+
+
+def _passes_on_cpu(batch: tuple[torch.Tensor, torch.Tensor], config: MazeConfig, tiles: int,
+                   gen: torch.Generator) -> tuple[int, tuple[torch.Tensor, torch.Tensor] | None]:
+    """How many passes the looped encoder runs on a training batch (as the loader gives it, on
+    the CPU), drawn with `gen`, and with `config.ways` the batch's `ways_to_end`, which that
+    count needs and the loss reuses (None without). From the longest solution's moves, or with
+    ways one past the farthest tile the end reaches (every tile is judged, so it must hear of
+    the end first), up to extra_passes past the tiles (capped past the farthest tile instead,
+    see Results, it failed)."""
+    pixels, tokens = batch
+    longest = int((tokens != PAD).sum(1).max()) - 2  # moves in the batch's longest solution
+    ways = None
+    if config.ways:
+        ways = ways_to_end(pixels)
+        distance = ways[1]  # (batch, tiles)
+        longest = int(distance[distance < math.inf].max()) + 1
+    return int(torch.randint(longest, tiles + config.extra_passes + 1, (), generator=gen)), ways
 
 
 def train(config: MazeConfig, data: dict[str, MazeSet] | None = None, device: torch.device | str | None = None,
@@ -460,15 +495,9 @@ def train(config: MazeConfig, data: dict[str, MazeSet] | None = None, device: to
     rows, cols = (s // TILE for s in mazes.mazes.shape[1:])
 
     def loss_fn(m, batch):
-        iterations = None
-        if config.model == "looped":
-            longest = int((batch[1] != PAD).sum(1).max()) - 2  # moves in the batch's longest solution
-            if config.ways:  # every tile is judged: the farthest one the end reaches must hear of it first
-                distance = ways_to_end(batch[0])[1]
-                longest = int(distance[distance < math.inf].max()) + 1
-            # up to extra_passes past the tiles (capped past the farthest tile instead, see Results, it failed)
-            iterations = int(torch.randint(longest, rows * cols + config.extra_passes + 1, (), generator=gen))
-        return maze_loss(m, batch, iterations)
+        if config.model != "looped":
+            return maze_loss(m, batch)
+        return maze_loss(m, batch, *_passes_on_cpu(batch, config, rows * cols, gen))
 
     from toylib.maze.measure import score  # here, not at the top: measure.py builds on net.py
 
