@@ -186,7 +186,7 @@ def test_the_life_page_computes_what_the_trained_model_computes_and_the_rule(tmp
     data = stored_board("life", "ToyLife")
     model = _life_model(data)
     config = model.config
-    grids = life_dataset.random_grids(1000, config.grid_size, np.random.default_rng(7))
+    grids = life_dataset.random_grids(400, config.grid_size, np.random.default_rng(7))  # 102,400 cells
     odd = [life_dataset.random_grids(20, shape, np.random.default_rng(8)) for shape in ((3, 3), (5, 7), (9, 31))]
     got = node("const L = require(toylib + '/life/live.js'); const m = job.model; m.weights = ToyNN.load(m.weights);"
                "result = {logits: job.grids.map(g => Array.from(L.forward(m, g).logits)),"
@@ -319,7 +319,7 @@ def test_the_maze_page_walks_as_the_trained_model_and_bfs_do(tmp_path):
     data = stored_board("maze", "ToyMaze")
     model = _maze_model(data)
     rng = np.random.default_rng(11)
-    first = [maze_world.random_maze(rng).maze for _ in range(1000)]  # the first step of 1,000 mazes
+    first = [maze_world.random_maze(rng).maze for _ in range(400)]  # the first step of 400 mazes
     walked = ([maze_world.random_maze(rng).maze for _ in range(30)]
               + [maze_world.spanning_tree_maze(rng, n).maze for n in (5, 6, 7, 8) for _ in range(3)])
     got = node("const M = require(toylib + '/maze/live.js'); const m = job.model; m.weights = ToyNN.load(m.weights);"

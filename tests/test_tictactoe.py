@@ -278,7 +278,7 @@ def test_attention_profile_shares_sum_to_one():
 
 
 def test_training_is_deterministic_and_learns(data):
-    cfg = net.TicTacToeConfig(max_epochs=3, stop_at_target=False, early_stopping=None)
+    cfg = net.TicTacToeConfig(d_model=32, n_layers=2, max_epochs=3, stop_at_target=False, early_stopping=None)
     m1, h1 = net.train(cfg, data, progress=False)
     m2, h2 = net.train(cfg, data, progress=False)
     assert h1.column("loss") == h2.column("loss")
