@@ -47,6 +47,10 @@ def test_table_splits_machine_rows_from_the_rows_nbval_compares():
         "loss                 < 0.1   0.3       NO",
     ]
     assert table(rows(), machine=True).splitlines()[2] == "training time  < 2 min  75 s      yes"
+    # a machine's time over its budget is said to be over, not a failure: it is still missed
+    slow = Target("training time", "< 2 min", "182 s", False, machine=True)
+    assert slow.verdict == "over" and missed([slow]) == ["training time"] and not all_met([slow])
+    assert '<td class="met-over">over</td>' in table([slow], machine=True)._repr_html_()
     assert len(table(rows(), machine=None).splitlines()) == 2 + 4
     with pytest.raises(ValueError, match="one per column"):
         format_table([("a", "b")], ("one", "two", "three"))
