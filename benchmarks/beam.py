@@ -24,7 +24,8 @@ import torch
 
 from toylib.device import pick_device
 from toylib.infer import evaluating, model_device
-from toylib.sokoban import dataset, measure, net
+from toylib.sokoban import dataset, measure, training
+from toylib.sokoban.config import SokobanConfig
 from toylib.train import load_checkpoint
 
 
@@ -40,12 +41,12 @@ def main(argv: list[str] | None = None) -> float:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
     torch.set_num_threads(1)
     if args.load:
-        model, config, _ = load_checkpoint(args.load, measure.CHAPTER.build_model, net.SokobanConfig)
+        model, config, _ = load_checkpoint(args.load, training.CHAPTER.build_model, SokobanConfig)
     else:
-        config = net.SokobanConfig()
+        config = SokobanConfig()
     data = dataset.for_config(config)
     if not args.load:
-        model, _ = net.train(config, data, device="cpu")
+        model, _ = training.train(config, data, device="cpu")
     boards, _ = measure.solvable_boards(data["held_out"], args.boards)
     torch.set_num_threads(args.threads)
     model = model.to(pick_device(args.device))

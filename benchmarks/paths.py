@@ -22,9 +22,9 @@ import os
 import subprocess
 import sys
 
+from toylib.chapters import CHAPTERS, contract
 from toylib.device import PROFILES
 
-CHAPTERS = ("life", "sequences", "tictactoe", "maze", "sokoban")
 SHORT = {"life": {"steps": 60}, "sequences": {"steps": 60}, "tictactoe": {"max_epochs": 2},
          "maze": {"steps": 30}, "sokoban": {"steps": 20}}  # a few seconds of training each
 SWITCHES = {
@@ -42,14 +42,13 @@ SWITCHES = {
 def fingerprint(chapter: str) -> dict:
     """Train `chapter` briefly in this process; its weights' sum and hash."""
     import dataclasses
-    import importlib
 
     import torch
 
     from toylib.device import setup
 
     device = setup(threads=int(os.environ.get("TOYLIB_PATHS_THREADS", "1")), prefer="cpu")
-    spec = importlib.import_module(f"toylib.{chapter}.measure").CHAPTER
+    spec = contract(chapter)
     config = dataclasses.replace(spec.config_cls(seed=0), **SHORT[chapter])
     model, _ = spec.train(config, spec.for_config(config), device, progress=False)
     flat = torch.cat([p.detach().double().flatten() for p in model.parameters()])

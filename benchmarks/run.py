@@ -26,7 +26,6 @@ test: it takes a while, and its times belong to the machine it ran on.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import platform
 import statistics
@@ -35,13 +34,12 @@ import time
 
 import torch
 
-from toylib import cli
+from toylib import chapters, cli
 from toylib.device import PROFILES, cpu_kernels, profile_env, setup
 from toylib.targets import all_met, format_table
 
-# each chapter's contract (toylib.cli.Chapter), which its measure room holds
-CHAPTERS = {name: importlib.import_module(f"toylib.{name}.measure").CHAPTER
-            for name in ("life", "sequences", "tictactoe", "maze", "sokoban")}
+# each chapter's contract (toylib.cli.Chapter), which its training room holds
+CHAPTERS = {name: chapters.contract(name) for name in chapters.CHAPTERS}
 CAPABILITIES = ("default", "avx2", "avx512")
 HEADER = ("chapter", "seed", "train s", "every target", "missed")
 

@@ -32,8 +32,9 @@ from toylib.device import PROFILES, cpu_kernels, profile_env, seed_everything
 
 def sequences(k: int):
     from toylib.sequences import dataset, net, world
+    from toylib.sequences.config import SeqConfig
 
-    configs = [net.SeqConfig(task=t, seed=0) for t in world.TASKS][:k]
+    configs = [SeqConfig(task=t, seed=0) for t in world.TASKS][:k]
     models = [net.SeqTransformer(c) for c in configs]
     streams = [dataset.for_config(c).batches() for c in configs]
 
@@ -45,8 +46,9 @@ def sequences(k: int):
 
 def life(k: int):
     from toylib.life import dataset, net
+    from toylib.life.config import LifeConfig
 
-    configs = [net.LifeConfig(seed=s) for s in range(k)]
+    configs = [LifeConfig(seed=s) for s in range(k)]
     models = [net.build_model(c) for c in configs]
     streams = [dataset.for_config(c).batches() for c in configs]
 

@@ -36,6 +36,7 @@ from toylib.attention import count_parameters
 from toylib.device import seed_everything
 from toylib.infer import evaluating
 from toylib.sokoban import dataset, net
+from toylib.sokoban.config import SokobanConfig
 from toylib.sokoban.dataset import UNSOLVABLE, SokobanSet
 from toylib.sokoban.world import CHANNELS
 
@@ -54,7 +55,7 @@ class EncoderVerdict(nn.Module):
 
     def __init__(self, channels: int):
         super().__init__()
-        policy = net.SokobanConfig()  # its layers and token width; `channels` may differ
+        policy = SokobanConfig()  # its layers and token width; `channels` may differ
         self.encoder = net.BoardEncoder(channels, policy.conv_layers, policy.d_model, region=True)
         self.head = nn.Linear(policy.d_model, 1)
 
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         raise ValueError("--seconds, --channels, --passes and --lr must be positive")
     torch.set_num_threads(1)
     seed_everything(args.seed)
-    data = dataset.for_config(net.SokobanConfig(n_starts=N_STARTS))
+    data = dataset.for_config(SokobanConfig(n_starts=N_STARTS))
     boards, dead = (torch.cat(t) for t in zip(start_boards(data["starts"]), start_boards(data["train"])))
     held_out = start_boards(data["held_out"])
     other = start_boards(dataset.other_boards(1_000, 0, dataset.start_keys(data)))

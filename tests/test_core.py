@@ -332,8 +332,8 @@ def test_attention_mosaic_lays_heads_across_and_layers_down():
 
 def test_cli_seed_help_says_what_the_seed_changes():
     from toylib import cli
-    from toylib.life import measure as life
-    from toylib.sokoban import measure as sokoban
+    from toylib.life import training as life
+    from toylib.sokoban import training as sokoban
 
     assert "seed of the weights and the data" in " ".join(cli.parser(life.CHAPTER).format_help().split())
     text = " ".join(cli.parser(sokoban.CHAPTER).format_help().split())
@@ -342,7 +342,7 @@ def test_cli_seed_help_says_what_the_seed_changes():
 
 def test_cli_benchmark_trains_and_measures_a_chapter_reproducibly():
     from toylib import cli
-    from toylib.life import measure as life
+    from toylib.life import training as life
 
     runs = [cli.benchmark(life.CHAPTER, seed=3, device="cpu", grid_size=6, d_model=8, steps=40) for _ in range(2)]
     (targets, seconds), (again, _) = runs

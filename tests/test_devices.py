@@ -44,13 +44,14 @@ def on_cpu(*results) -> bool:
 
 
 def test_tictactoe():
-    from toylib.tictactoe import dataset, look, net, world
+    from toylib.tictactoe import dataset, look, measure, net, world
+    from toylib.tictactoe.config import TicTacToeConfig
 
-    data = dataset.for_config(net.TicTacToeConfig())
-    model = net.TicTacToeNet(net.TicTacToeConfig()).to(DEVICE)
+    data = dataset.for_config(TicTacToeConfig())
+    model = net.TicTacToeNet(TicTacToeConfig()).to(DEVICE)
     boards = data.test.boards[:50]
-    moves = net.model_moves(model, boards)
-    scores = net.score(model, data.test)
+    moves = measure.model_moves(model, boards)
+    scores = measure.score(model, data.test)
     profile, names = look.attention_profile(model, boards)
     frames, titles = look.game_frames(model, side=world.X)
     assert on_cpu(moves) and 0 <= scores.optimal <= 1 and len(profile) == 17 and len(frames) == len(titles)
@@ -60,18 +61,20 @@ def test_life():
     from toylib.life import dataset as life_dataset
     from toylib.life import measure as life_measure
     from toylib.life import net as life_net
+    from toylib.life import training as life_training
+    from toylib.life.config import LifeConfig
 
-    config = life_net.LifeConfig(grid_size=6, d_model=8)
+    config = LifeConfig(grid_size=6, d_model=8)
     model = life_net.SingleAttentionNet(config).to(DEVICE)
     grids = life_dataset.random_grids(4, 6, np.random.default_rng(0))
-    assert life_net.predict(model, grids).shape == (4, 6, 6)
+    assert life_measure.predict(model, grids).shape == (4, 6, 6)
     assert life_measure.model_run(model, grids[0], 2).shape == (3, 6, 6)
-    assert 0 <= life_net.neighbour_attention(model, grids) <= 1
-    assert life_net.attention_by_offset(model, grids).shape == (5, 5)
+    assert 0 <= life_measure.neighbour_attention(model, grids) <= 1
+    assert life_measure.attention_by_offset(model, grids).shape == (5, 5)
     # trained where the model lives, on batches made on the CPU
-    config = life_net.LifeConfig(grid_size=6, d_model=8, steps=4, eval_every=2, val_grids=8)
-    trained, history = life_net.train(config, life_dataset.for_config(config), device=DEVICE, progress=False)
-    assert history.steps == 4 and life_net.predict(trained, grids).shape == (4, 6, 6)
+    config = LifeConfig(grid_size=6, d_model=8, steps=4, eval_every=2, val_grids=8)
+    trained, history = life_training.train(config, life_dataset.for_config(config), device=DEVICE, progress=False)
+    assert history.steps == 4 and life_measure.predict(trained, grids).shape == (4, 6, 6)
 
 
 def test_sequences():
@@ -79,8 +82,9 @@ def test_sequences():
     from toylib.sequences import look as seq_look
     from toylib.sequences import measure as seq_measure
     from toylib.sequences import net as seq_net
+    from toylib.sequences.config import SeqConfig
 
-    model = seq_net.SeqTransformer(seq_net.SeqConfig(task="reverse", length=8)).to(DEVICE)
+    model = seq_net.SeqTransformer(SeqConfig(task="reverse", length=8)).to(DEVICE)
     x, _ = seq_dataset.draw_sequences(model.config, 20, np.random.default_rng(0), "test")
     probs, patterns = seq_measure.run_model(model, x)
     assert isinstance(probs, np.ndarray) and on_cpu(patterns)
@@ -94,8 +98,9 @@ def test_sequences():
 
 def test_maze():
     from toylib.maze import dataset as maze_data, look as maze_look, measure as maze_measure, net as maze_net
+    from toylib.maze.config import MazeConfig
 
-    model = maze_net.MazeNet(maze_net.MazeConfig(n_heads=4, n_decoder_layers=2)).to(DEVICE)
+    model = maze_net.MazeNet(MazeConfig(n_heads=4, n_decoder_layers=2)).to(DEVICE)
     mazes = maze_data.make_mazes(4, seed=2)
     assert len(maze_measure.solve_greedy(model, mazes.mazes)) == 4
     assert 0 <= maze_measure.token_accuracy(model, mazes) <= 1
@@ -107,11 +112,12 @@ def test_maze():
 
 def test_sokoban():
     from toylib.sokoban import dataset, look, measure, net
+    from toylib.sokoban.config import SokobanConfig
 
-    data = dataset.for_config(net.SokobanConfig(n_solvable=10, n_unsolvable=10, n_held_out=16, n_starts=10), n_val=0)
-    model = net.SokobanPolicy(net.SokobanConfig()).to(DEVICE)
+    data = dataset.for_config(SokobanConfig(n_solvable=10, n_unsolvable=10, n_held_out=16, n_starts=10), n_val=0)
+    model = net.SokobanPolicy(SokobanConfig()).to(DEVICE)
     boards, optimal = measure.solvable_boards(data["held_out"], limit=3)
-    acc = net.accuracies(model, data["held_out"])
+    acc = measure.accuracies(model, data["held_out"])
     assert 0 <= acc.solvability <= 1
     assert 0 <= measure.solves(model, boards, optimal).rate <= 1
     assert 0 <= measure.solves(model, boards, optimal, width=2).rate <= 1

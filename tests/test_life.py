@@ -6,22 +6,13 @@ import torch
 
 from toylib import cli
 from toylib.attention import count_parameters
+from toylib.life.config import ANY_SIZE, POST, POST_CHANGES, LifeConfig
 from toylib.life.dataset import for_config, grid_hashes, neighbourhood_grids, random_grids, unseen_grids
-from toylib.life.measure import CHAPTER, main, measure, summarise
-from toylib.life.net import (
-    ANY_SIZE,
-    POST,
-    POST_CHANGES,
-    LifeConfig,
-    SingleAttentionNet,
-    neighbour_attention,
-    neighbour_mask,
-    predict,
-    train,
-)
+from toylib.life.measure import attention_by_offset, measure, neighbour_attention, predict, summarise
+from toylib.life.net import SingleAttentionNet, neighbour_mask
+from toylib.life.training import CHAPTER, main, train
 from toylib.life.world import PATTERNS, check_grids, life_run, life_step, place
 from toylib.targets import all_met, missed
-from toylib.life.net import attention_by_offset
 
 
 def test_still_lifes_do_not_change():

@@ -17,11 +17,15 @@ import pytest
 import torch
 
 from toylib import live
+from toylib.life import config as life_config
 from toylib.life import dataset as life_dataset
 from toylib.life import look as life_look
+from toylib.life import measure as life_measure
 from toylib.life import net as life_net
 from toylib.life import world as life_world
+from toylib.tictactoe import config as ttt_config
 from toylib.tictactoe import look as ttt_look
+from toylib.tictactoe import measure as ttt_measure
 from toylib.tictactoe import net as ttt_net
 from toylib.tictactoe import world as ttt_world
 
@@ -78,19 +82,19 @@ def load_weights(model: torch.nn.Module, data: dict) -> torch.nn.Module:
 
 
 def _tictactoe_model(data: dict) -> torch.nn.Module:
-    return load_weights(ttt_net.TicTacToeNet(ttt_net.TicTacToeConfig(
+    return load_weights(ttt_net.TicTacToeNet(ttt_config.TicTacToeConfig(
         d_model=data["d_model"], n_heads=data["n_heads"], n_layers=data["n_layers"])), data)
 
 
 def _life_model(data: dict) -> torch.nn.Module:
-    return load_weights(life_net.SingleAttentionNet(life_net.LifeConfig(
+    return load_weights(life_net.SingleAttentionNet(life_config.LifeConfig(
         grid_size=data["grid_size"], d_model=data["d_model"], mask_self=data["mask_self"],
         positions=data["positions"])), data)
 
 
 def _any_size_model(data: dict) -> torch.nn.Module:
     return load_weights(life_net.OffsetAttentionNet(replace(
-        life_net.ANY_SIZE, d_model=data["d_model"], radius=data["radius"], mask_self=data["mask_self"])), data)
+        life_config.ANY_SIZE, d_model=data["d_model"], radius=data["radius"], mask_self=data["mask_self"])), data)
 
 
 # ----------------------------------------------------------------------------- the Python side
@@ -98,8 +102,8 @@ def _any_size_model(data: dict) -> torch.nn.Module:
 
 def test_weights_round_trip_and_refuse_what_is_not_a_float():
     torch.manual_seed(0)
-    model = ttt_net.TicTacToeNet(ttt_net.TicTacToeConfig())
-    copy = load_weights(ttt_net.TicTacToeNet(ttt_net.TicTacToeConfig()), {"weights": live.weights(model)})
+    model = ttt_net.TicTacToeNet(ttt_config.TicTacToeConfig())
+    copy = load_weights(ttt_net.TicTacToeNet(ttt_config.TicTacToeConfig()), {"weights": live.weights(model)})
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), copy.state_dict().values()))
     counted = torch.nn.Linear(2, 2)
     counted.register_buffer("count", torch.zeros(2, dtype=torch.long))
@@ -109,14 +113,14 @@ def test_weights_round_trip_and_refuse_what_is_not_a_float():
 
 def test_a_board_is_one_self_contained_html_output():
     torch.manual_seed(0)
-    page = ttt_look.live_board(ttt_net.TicTacToeNet(ttt_net.TicTacToeConfig()))
+    page = ttt_look.live_board(ttt_net.TicTacToeNet(ttt_config.TicTacToeConfig()))
     html = page._repr_html_()
     assert html.count("<script>") == 3 and "ToyNN" in html and "ToyTicTacToe.mount(" in html
     assert "http" not in html.replace("http://www.w3.org", "")  # nothing to fetch
     with pytest.raises(ValueError, match="chapter's model"):
-        ttt_look.live_board(ttt_net.TicTacToeNet(ttt_net.TicTacToeConfig(positions="cells")))
+        ttt_look.live_board(ttt_net.TicTacToeNet(ttt_config.TicTacToeConfig(positions="cells")))
     with pytest.raises(ValueError, match="learned attention"):
-        life_look.live_board(life_net.SingleAttentionNet(life_net.LifeConfig(mixer="pool")))
+        life_look.live_board(life_net.SingleAttentionNet(life_config.LifeConfig(mixer="pool")))
     with pytest.raises(ValueError, match="names"):
         live.Live("tic tac", "X", {})
 
@@ -159,7 +163,7 @@ def test_the_tictactoe_page_computes_what_the_trained_model_computes(tmp_path):
     b = torch.tensor(boards)
     with torch.no_grad():
         logits, values, _ = model(b)
-    moves = ttt_net.model_moves(model, b)
+    moves = ttt_measure.model_moves(model, b)
     js_logits = torch.tensor([g[0] for g in got]).view(-1, 9, 3)
     js_values = torch.tensor([g[1] for g in got]).view(-1, 9, 3)
     js_moves = torch.tensor([g[2] for g in got])
@@ -274,9 +278,9 @@ def test_the_stored_life_board_steps_a_glider_as_the_model_does(tmp_path):
     glider = np.zeros((config.grid_size, config.grid_size), np.uint8)
     for r, c in ((0, 1), (1, 2), (2, 0), (2, 1), (2, 2)):
         glider[r + 1, c + 1] = 1
-    ours = life_net.predict(model, glider)
+    ours = life_measure.predict(model, glider)
     for _ in range(3):
-        ours = life_net.predict(model, ours)
+        ours = life_measure.predict(model, ours)
     assert board["alive"] == np.flatnonzero(ours).tolist()
     assert board["wrong"] == int((ours != life_world.life_run(glider, 4)[-1]).sum())
     assert board["statuses"][-1].startswith("step 4: 5 live cells")
@@ -288,7 +292,7 @@ def test_the_stored_life_board_steps_a_glider_as_the_model_does(tmp_path):
         glider[r + 1, c + 1] = 1
     ours = glider
     for _ in range(4):
-        ours = life_net.predict(any_model, ours)
+        ours = life_measure.predict(any_model, ours)
     assert board["any"]["cells"] == 12 * 30 and board["any"]["alive"] == np.flatnonzero(ours).tolist()
     assert board["any"]["wrong"] == int((ours != life_world.life_run(glider, 4)[-1]).sum())
     assert "cell (0, 0)" in board["any"]["caption"]
@@ -299,8 +303,9 @@ def test_the_stored_life_board_steps_a_glider_as_the_model_does(tmp_path):
 
 def _maze_model(data: dict) -> torch.nn.Module:
     from toylib.maze import net as maze_net
+    from toylib.maze.config import MazeConfig
 
-    return load_weights(maze_net.MazeNet(maze_net.MazeConfig(
+    return load_weights(maze_net.MazeNet(MazeConfig(
         d_model=data["d_model"], n_heads=data["n_heads"], n_decoder_layers=data["n_decoder_layers"],
         radius=data["radius"], ways=data.get("ways", 0.0), squash=data.get("squash", 0.0), window=data.get("window", False),
         extra_passes=data.get("extra_passes", 0))), data)
@@ -345,7 +350,9 @@ def test_the_maze_page_runs_the_search_preset_s_bound_window_and_settling_as_pyt
     from toylib.maze import look as maze_look
     from toylib.maze import measure as maze_measure
     from toylib.maze import net as maze_net
+    from toylib.maze import training as maze_training
     from toylib.maze import world as maze_world
+    from toylib.maze.config import MazeConfig
 
     # random weights settle this far, maze by maze; and at this STILL some of their tiles come to
     # rest while others move, as a trained model's do at net.py's
@@ -354,7 +361,7 @@ def test_the_maze_page_runs_the_search_preset_s_bound_window_and_settling_as_pyt
         monkeypatch.setattr(maze_net, name, value)
         monkeypatch.setattr(maze_look, name, value)
     torch.manual_seed(0)
-    model = maze_net.build_model(maze_net.MazeConfig()).eval()
+    model = maze_training.build_model(MazeConfig()).eval()
     data = json.loads(json.dumps(maze_look.live_board(model).data, default=live._plain))
     assert (data["squash"], data["window"], data["settled"], data["still"]) == (3.0, True, 0.3, 0.3)
     rng = np.random.default_rng(5)
@@ -383,8 +390,9 @@ def test_the_maze_page_runs_the_search_preset_s_bound_window_and_settling_as_pyt
 
 def _sokoban_model(data: dict) -> torch.nn.Module:
     from toylib.sokoban import net as sokoban_net
+    from toylib.sokoban.config import SokobanConfig
 
-    return load_weights(sokoban_net.SokobanPolicy(sokoban_net.SokobanConfig(
+    return load_weights(sokoban_net.SokobanPolicy(SokobanConfig(
         d_model=data["d_model"], n_heads=data["n_heads"], n_layers=data["n_layers"], channels=data["channels"],
         conv_layers=data["conv_layers"], region=data.get("region", False), inside=data.get("inside", False),
         pieces=data.get("pieces", False), n_ctx=data["n_ctx"], history=data["history"])), data)
@@ -505,15 +513,16 @@ def test_the_stored_boards_carry_the_scripts_of_this_checkout():
 
 def test_the_maze_and_sokoban_boards_refuse_what_they_cannot_run():
     from toylib.maze import look as maze_look
-    from toylib.maze import net as maze_net
-    from toylib.maze import post as maze_post
+    from toylib.maze import training as maze_training
+    from toylib.maze.config import POST as MAZE_POST
     from toylib.sokoban import look as sokoban_look
     from toylib.sokoban import net as sokoban_net
     from toylib.sokoban import world as sokoban_world
+    from toylib.sokoban.config import SokobanConfig
 
     with pytest.raises(ValueError, match="looped model"):
-        maze_look.live_board(maze_net.build_model(maze_post.POST))
-    policy = sokoban_net.SokobanPolicy(sokoban_net.SokobanConfig())
+        maze_look.live_board(maze_training.build_model(MAZE_POST))
+    policy = sokoban_net.SokobanPolicy(SokobanConfig())
     with pytest.raises(ValueError, match="at least one level"):
         sokoban_look.live_board(policy, [])
     lost = sokoban_world.from_xsb("########\n#@     #\n#      #\n#      #\n#      #\n#     .#\n#     $#\n########")

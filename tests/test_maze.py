@@ -10,6 +10,7 @@ from torch import nn
 
 from toylib import cli
 from toylib.attention import count_parameters
+from toylib.maze.config import FIRST, POST, MazeConfig
 from toylib.maze.dataset import (
     PAD,
     connections,
@@ -22,8 +23,9 @@ from toylib.maze.dataset import (
     tile_view,
 )
 from toylib.maze.measure import score, solve_greedy, token_accuracy
-from toylib.maze.net import MazeConfig, MazeModel, MazeNet, Memory, build_model, train
-from toylib.maze.post import EMBED_SIDE, POST, PostMazeNet
+from toylib.maze.net import MazeModel, MazeNet, Memory
+from toylib.maze.post import EMBED_SIDE, PostMazeNet
+from toylib.maze.training import build_model, train
 from toylib.maze.world import (
     DIRECTIONS,
     DOWN,
@@ -549,7 +551,7 @@ def test_bad_configs_are_refused():
 # ----------------------------------------------------------------------------- look inside, and the board to edit
 
 # `look` names a result in these tests, so the room is imported as `maze_look`
-from toylib.maze import dataset, measure, net, world  # noqa: E402
+from toylib.maze import dataset, measure, net, training, world  # noqa: E402
 from toylib.maze import look as maze_look  # noqa: E402
 
 
@@ -588,7 +590,7 @@ def test_where_heads_look_counts_every_move_step_once_and_finds_a_forced_look():
 
 def test_removing_every_cross_head_cuts_the_decoder_off_from_the_maze_but_not_from_the_way_it_reads():
     mazes = _small_set(4)
-    model = MazeNet(dataclasses.replace(net.FIRST, seed=1))  # no way head: cross-attention is all it reads
+    model = MazeNet(dataclasses.replace(FIRST, seed=1))  # no way head: cross-attention is all it reads
     blind = maze_look.without_cross_heads(model, range(model.config.n_heads))
     tokens = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)
     x = torch.from_numpy(mazes.mazes)
@@ -666,8 +668,8 @@ def _tiny_chapter(monkeypatch) -> cli.Chapter:
     beyond them: the flow of `python -m toylib.maze` in seconds."""
     monkeypatch.setattr(measure, "beyond_sets", lambda: {"4x4": make_mazes(10, size=4, seed=1)})
     monkeypatch.setattr(measure, "far_sets", lambda: {"16x16": make_mazes(3, size=6, seed=1)})  # a stand-in
-    monkeypatch.setattr(net, "for_config", _tiny_splits)  # what `train` builds when it gets no data
-    return dataclasses.replace(measure.CHAPTER, for_config=_tiny_splits)
+    monkeypatch.setattr(training, "for_config", _tiny_splits)  # what `train` builds when it gets no data
+    return dataclasses.replace(training.CHAPTER, for_config=_tiny_splits)
 
 
 def test_the_command_line_trains_and_measures_reproducibly(monkeypatch, capsys):
@@ -685,17 +687,17 @@ def test_the_command_line_trains_and_measures_reproducibly(monkeypatch, capsys):
     assert "trained 4 steps" in out and "shortest path  mazes  solved" in out  # the table by length
     # given no data, `train` trains on the config's splits
     config = MazeConfig(seed=1, **TINY)
-    model, _ = net.train(config, device="cpu", progress=False)
-    same, _ = net.train(config, _tiny_splits(config), device="cpu", progress=False)
+    model, _ = train(config, device="cpu", progress=False)
+    same, _ = train(config, _tiny_splits(config), device="cpu", progress=False)
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), same.state_dict().values()))
 
 
 def test_the_post_s_model_is_a_preset():
-    assert cli.configure(measure.CHAPTER, preset="post") == POST
-    assert cli.configure(measure.CHAPTER, {"steps": 3}, preset="post") == dataclasses.replace(POST, steps=3)
-    assert cli.configure(measure.CHAPTER) == MazeConfig()
+    assert cli.configure(training.CHAPTER, preset="post") == POST
+    assert cli.configure(training.CHAPTER, {"steps": 3}, preset="post") == dataclasses.replace(POST, steps=3)
+    assert cli.configure(training.CHAPTER) == MazeConfig()
     with pytest.raises(SystemExit):
-        cli.parser(measure.CHAPTER).parse_args(["--post"])
+        cli.parser(training.CHAPTER).parse_args(["--post"])
 
 
 def test_encoder_search_reads_a_move_for_every_tile_a_walker_reaches():
@@ -736,7 +738,6 @@ def test_encoder_search_reads_a_move_for_every_tile_a_walker_reaches():
 
 def test_the_wave_is_read_by_the_way_head_against_breadth_first_search():
     from toylib.maze.dataset import NO_WAY, ways_to_end
-    from toylib.maze.net import FIRST
 
     mazes = make_mazes(3, size=6, seed=1, kind="tree").mazes
     torch.manual_seed(0)
@@ -880,7 +881,7 @@ def test_ways_to_end_are_every_tile_s_first_moves_of_a_shortest_path():
 
 def test_the_search_preset_adds_a_way_head_bounded_states_and_a_window_and_nothing_else():
     from toylib.maze.dataset import tile_grid, walk_tiles, ways_to_end
-    from toylib.maze.net import FIRST, maze_loss
+    from toylib.maze.net import maze_loss
 
     SEARCH = MazeConfig()  # the chapter's model searches; FIRST, its first model, did not
     assert build_model(FIRST).way_head is None  # the first model: the same weights as before
@@ -1026,13 +1027,13 @@ def test_a_batch_that_keeps_its_padding_columns_has_the_same_loss(monkeypatch, p
 
 
 def test_training_finds_the_passes_and_ways_on_the_cpu_and_the_loss_reuses_them(monkeypatch):
-    from toylib.maze import dataset, net
+    from toylib.maze import dataset, net, training
 
     mazes = make_mazes(8, size=5, seed=5)
     batch = (torch.from_numpy(mazes.mazes), solution_tensor(mazes.solutions))
     config = MazeConfig()
     gen = torch.Generator().manual_seed(0)
-    passes, ways = net._passes_on_cpu(batch, config, 25, gen)
+    passes, ways = training._passes_on_cpu(batch, config, 25, gen)
     distance = dataset.ways_to_end(batch[0])[1]
     # at least one past the farthest tile the end reaches, at most extra_passes past the tiles
     assert int(distance[distance < math.inf].max()) + 1 <= passes <= 25 + config.extra_passes
@@ -1064,7 +1065,6 @@ def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled
     from toylib.decode import greedy_decode
     from toylib.maze import net
     from toylib.maze.measure import _greedy
-    from toylib.maze.net import FIRST
 
     SEARCH = MazeConfig()
 
@@ -1120,7 +1120,7 @@ def test_a_searching_encoder_moves_a_tile_only_while_it_or_a_neighbour_moved(mon
     from toylib.maze import net
 
     torch.manual_seed(0)
-    model = build_model(net.MazeConfig()).eval()
+    model = build_model(MazeConfig()).eval()
     pixels = torch.from_numpy(make_mazes(4, size=7, seed=2, kind="tree").mazes)
 
     def passes(one):  # (passes, tiles, d): the states entering each pass
@@ -1152,7 +1152,7 @@ def test_solving_runs_the_block_on_the_woken_tiles_alone_and_ends_where_every_ti
     from toylib.maze import net
 
     torch.manual_seed(0)
-    model = build_model(net.MazeConfig()).eval()
+    model = build_model(MazeConfig()).eval()
     pixels = torch.from_numpy(make_mazes(6, size=9, seed=3, kind="tree").mazes)
     sizes = []  # the tokens each pass of the block reads
     model.step.register_forward_pre_hook(lambda m, args: sizes.append(args[0].shape[0] * args[0].shape[1]))

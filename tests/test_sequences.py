@@ -6,11 +6,13 @@ import pytest
 import torch
 
 from toylib import cli
+from toylib.sequences.config import SeqConfig
 from toylib.sequences.dataset import for_config, in_split, sample_sequences, sequence_hash, split_of
 from toylib.sequences.look import weight_splits
-from toylib.sequences.measure import CHAPTER, attention_on_source, evaluate, filter_attention, main, train_numpy
-from toylib.sequences.net import SeqConfig, SeqTransformer, sequence_loss, train
+from toylib.sequences.measure import attention_on_source, evaluate, filter_attention
+from toylib.sequences.net import SeqTransformer, sequence_loss
 from toylib.sequences.numpy_net import NumpyTransformer
+from toylib.sequences.training import CHAPTER, main, train, train_numpy
 from toylib.sequences.world import make_targets, source_positions
 from toylib.targets import all_met, missed
 
@@ -271,7 +273,8 @@ def test_numpy_training_is_deterministic_and_learns():
 
 
 def test_suite_targets_pass_trained_models_and_fail_untrained_ones():
-    from toylib.sequences.measure import Run, suite_targets, train_suite
+    from toylib.sequences.measure import Run, suite_targets
+    from toylib.sequences.training import train_suite
 
     runs = train_suite(seed=0, lengths=[4], tasks=["rotate"], n_test=500, device="cpu")
     targets = suite_targets(runs, {})
@@ -455,7 +458,9 @@ def test_relative_model_shapes_and_what_it_rejects():
 
 
 def test_relative_models_trained_on_short_lengths_are_exact_at_sixteen_times_them():
-    from toylib.sequences.measure import RELATIVE, length_table, length_targets, train_mixed
+    from toylib.sequences.config import RELATIVE
+    from toylib.sequences.measure import length_table, length_targets
+    from toylib.sequences.training import train_mixed
 
     # rotate's last slot reads position 0, far from it: the source the far keys crowd most
     runs = train_mixed(tasks=("reverse", "rotate"), lengths=range(2, 9), device="cpu", **RELATIVE)

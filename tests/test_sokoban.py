@@ -11,7 +11,8 @@ from gymnasium.utils.env_checker import check_env
 from toylib import cli
 from toylib.attention import KeysValues
 from toylib.search import distances
-from toylib.sokoban import dataset, env as environment, measure, net, world
+from toylib.sokoban import dataset, env as environment, measure, net, training, world
+from toylib.sokoban.config import SokobanConfig
 from toylib.sokoban.world import DOWN, LEFT, RIGHT, UNDO, UP
 
 # The player stands between the goal and the box, so it must walk round the box (4 moves, above
@@ -60,7 +61,7 @@ def replay(board, actions):
 
 def small(**changes):
     """A config whose data is small: 30 + 30 training boards, 40 held out, 40 start boards."""
-    return net.SokobanConfig(**{"n_solvable": 30, "n_unsolvable": 30, "n_held_out": 40, "n_starts": 40, **changes})
+    return SokobanConfig(**{"n_solvable": 30, "n_unsolvable": 30, "n_held_out": 40, "n_starts": 40, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -505,7 +506,7 @@ def test_the_environment_moves_undoes_and_solves():
 
 
 def tiny_config(**changes):
-    return net.SokobanConfig(d_model=16, n_heads=2, n_layers=2, channels=8, conv_layers=2, **changes)
+    return SokobanConfig(d_model=16, n_heads=2, n_layers=2, channels=8, conv_layers=2, **changes)
 
 
 class Oracle(torch.nn.Module):
@@ -589,7 +590,7 @@ def test_padding_convolved_or_skipped_gives_the_real_boards_the_same_logits(data
     # the CPU skips the padding's convolutions; a GPU convolves it rather than count real boards
     torch.manual_seed(0)
     model = net.SokobanPolicy(tiny_config()).eval()
-    goal, boards, lengths, *_ = net._batch(data["train"], np.arange(16))
+    goal, boards, lengths, *_ = net.to_batch(data["train"], np.arange(16))
     assert lengths.min() < boards.shape[1]  # some histories are padded
     with torch.no_grad():
         skipped = model(goal, boards, lengths)[:2]
@@ -602,7 +603,7 @@ def test_padding_convolved_or_skipped_gives_the_real_boards_the_same_logits(data
 def test_the_loss_counts_every_optimal_move(data):
     torch.manual_seed(0)
     model = net.SokobanPolicy(tiny_config())
-    batch = net._batch(data["train"], np.arange(8))
+    batch = net.to_batch(data["train"], np.arange(8))
     _, metrics = net.sokoban_loss(model, batch)
     goal, boards, lengths, actions, mask, nsteps, optimal = batch
     with torch.no_grad():
@@ -616,7 +617,7 @@ def test_the_loss_counts_every_optimal_move(data):
 def test_an_oracle_scores_perfectly_and_solves_every_board_by_a_shortest_path(data):
     held = data["held_out"]
     oracle = Oracle()
-    acc = net.accuracies(oracle, held)
+    acc = measure.accuracies(oracle, held)
     assert acc.optimal == 1.0 and acc.solvability == 1.0 and acc.nsteps_top1 == 1.0
     boards, optimal = measure.solvable_boards(held, limit=8)
     for width in (None, 1, 4):
@@ -658,7 +659,7 @@ def test_searching_every_board_at_once_finds_what_searching_each_alone_finds(dat
 
 def test_the_policy_refuses_what_it_cannot_read():
     with pytest.raises(ValueError, match="multiple of n_heads"):
-        net.SokobanConfig(d_model=10, n_heads=4)
+        SokobanConfig(d_model=10, n_heads=4)
     model = net.SokobanPolicy(tiny_config(n_ctx=4))
     with pytest.raises(ValueError, match="holds 4 boards"):
         model.attend(torch.zeros(1, 16), torch.zeros(1, 5, 16))
@@ -682,7 +683,7 @@ def test_a_short_training_run_learns(data):
     # 100 steps on 60 boards: the mean training loss of steps 51-100 is 12 to 15 % below that of
     # steps 1-50 for seeds 0 to 3 (held-out loss needs far more training to move)
     config = tiny_config(steps=100, eval_every=50, warmup=10, lr=1e-2)
-    model, history = net.train(config, data, device="cpu", progress=False)
+    model, history = training.train(config, data, device="cpu", progress=False)
     first, second = history.column("loss")
     assert second < 0.95 * first
     assert set(history.last) >= {"val_loss", "val_optimal", "val_solvability"}
@@ -694,14 +695,14 @@ def test_entries_longer_than_the_history_keep_their_first_boards(data):
     train = data["train"]
     index = np.flatnonzero(train.lengths > 5)[:4]
     assert len(index) == 4
-    whole, cut = net._batch(train, index), net._batch(train, index, n_ctx=5)
+    whole, cut = net.to_batch(train, index), net.to_batch(train, index, n_ctx=5)
     assert cut[1].shape[1] == 5 and cut[2].tolist() == [5] * 4
     for a, b in zip(whole[3:], cut[3:]):  # actions, mask, nsteps, optimal: the first 5 boards' labels
         assert torch.equal(a[:, :5], b)
     assert torch.equal(whole[1][:, :5], cut[1]) and torch.equal(whole[0], cut[0])
     config = tiny_config(n_ctx=5, steps=4, eval_every=2)
-    model, history = net.train(config, data, device="cpu", progress=False)
-    acc = net.accuracies(model, train)
+    model, history = training.train(config, data, device="cpu", progress=False)
+    acc = measure.accuracies(model, train)
     assert history.steps == 4 and 0 <= acc.solvability <= 1
 
 
@@ -709,22 +710,22 @@ def test_side_by_side_training_learns_what_training_alone_learns(data):
     # the chapter trains its two policies in two processes at once: each must come back with
     # exactly the weights and history it gets trained here, alone, on one thread
     configs = [tiny_config(steps=6, eval_every=3, history=h) for h in (True, False)]
-    apart = net.train_side_by_side(configs, data, device="cpu", workers=2)
-    here = net.train_side_by_side(configs, data, device="cpu", workers=1)
+    apart = training.train_side_by_side(configs, data, device="cpu", workers=2)
+    here = training.train_side_by_side(configs, data, device="cpu", workers=1)
     for (m1, h1), (m2, h2) in zip(apart, here):
         assert m1.config == m2.config
         assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
         assert h1.column("loss") == h2.column("loss") and h1.steps == h2.steps == 6
-    assert net.train_side_by_side([], data, device="cpu") == []
+    assert training.train_side_by_side([], data, device="cpu") == []
     with pytest.raises(ValueError, match="workers"):
-        net.train_side_by_side(configs, data, device="cpu", workers=0)
+        training.train_side_by_side(configs, data, device="cpu", workers=0)
 
 
 def test_the_command_line_trains_and_measures_through_the_chapter_contract(monkeypatch):
     # the chapter's CHAPTER, with 4 validation boards instead of N_VAL and 10 of the other
     # generator's instead of OTHER_BOARDS: a few seconds in all
     monkeypatch.setattr(measure, "OTHER_BOARDS", 10)
-    chapter = dataclasses.replace(measure.CHAPTER, for_config=lambda c: dataset.for_config(c, n_val=4))
+    chapter = dataclasses.replace(training.CHAPTER, for_config=lambda c: dataset.for_config(c, n_val=4))
     tiny = dict(d_model=16, n_heads=2, n_layers=2, channels=8, conv_layers=2, n_ctx=8, steps=4, eval_every=2,
                 n_solvable=5, n_unsolvable=5, n_held_out=10, n_starts=10, start_batch=16)
     targets, seconds = cli.benchmark(chapter, seed=0, device="cpu", **tiny)
@@ -734,9 +735,9 @@ def test_the_command_line_trains_and_measures_through_the_chapter_contract(monke
     assert not [t for t in targets if t.machine]  # the time target is the notebook's: data and both models
     again, _ = cli.benchmark(chapter, seed=0, device="cpu", **tiny)
     assert [t.measured for t in again] == [t.measured for t in targets]
-    text = " ".join(cli.parser(measure.CHAPTER).format_help().split())
+    text = " ".join(cli.parser(training.CHAPTER).format_help().split())
     assert "--data-seed" in text and "--no-history" in text and "--beam-boards" not in text
-    assert cli.configure(measure.CHAPTER, {"batch_size": 8}) == net.SokobanConfig(batch_size=8)
+    assert cli.configure(training.CHAPTER, {"batch_size": 8}) == SokobanConfig(batch_size=8)
 
 
 # ----------------------------------------------------------------------------- the second edition (issue 25)
@@ -821,13 +822,13 @@ def test_the_start_loss_is_the_nsteps_cross_entropy_at_the_start_board_alone(dat
     assert starts.nsteps[:, 0].tolist() == classes
     torch.manual_seed(0)
     model = net.SokobanPolicy(tiny_config())
-    batch = net._batch(starts, np.arange(16), 1)
+    batch = net.to_batch(starts, np.arange(16), 1)
     loss = net.start_loss(model, batch)
     with torch.no_grad():
         logits = model(batch[0], batch[1])[1][:, 0]
     by_hand = -torch.log_softmax(logits, -1)[torch.arange(16), batch[5][:, 0]].mean()
     assert loss.item() == pytest.approx(by_hand.item(), rel=1e-5)
-    entries = net._batch(data["train"], np.arange(8))
+    entries = net.to_batch(data["train"], np.arange(8))
     both, metrics = net.loss_with_starts(model, (entries, batch))
     alone, _ = net.sokoban_loss(model, entries)
     assert both.item() == pytest.approx(alone.item() + loss.item(), rel=1e-5)
@@ -842,12 +843,12 @@ def test_start_boards_are_new_boards_and_training_needs_them_when_asked(data):
     assert dataset.start_keys(data) == set().union(*keys.values())
     without = {k: v for k, v in data.items() if k != "starts"}
     with pytest.raises(ValueError, match="starts"):
-        net.train(tiny_config(steps=1), without, progress=False)
-    net.train(tiny_config(steps=1, n_starts=0, start_batch=0), without, progress=False)  # the post's way
+        training.train(tiny_config(steps=1), without, progress=False)
+    training.train(tiny_config(steps=1, n_starts=0, start_batch=0), without, progress=False)  # the post's way
     with pytest.raises(ValueError, match="start_batch"):
-        net.SokobanConfig(n_starts=0)
+        SokobanConfig(n_starts=0)
     with pytest.raises(ValueError, match="more than the 320 there are"):
-        net.train(tiny_config(steps=1, start_batch=321), data, progress=False)
+        training.train(tiny_config(steps=1, start_batch=321), data, progress=False)
 
 
 def test_the_second_generator_walks_corridors_inside_the_border():
@@ -889,7 +890,7 @@ def test_the_summary_holds_an_oracle_to_every_target_of_issue_25(data):
     oracle, held = Oracle(), data["held_out"]
     boards, optimal = measure.solvable_boards(held)
     other = dataset.other_boards(12, 0, dataset.start_keys(data))
-    targets = measure.sokoban_targets(net.accuracies(oracle, held), measure.solves(oracle, boards, optimal),
+    targets = measure.sokoban_targets(measure.accuracies(oracle, held), measure.solves(oracle, boards, optimal),
                                       measure.solves(oracle, boards, optimal, width=32),
                                       other=measure.other_scores(oracle, other))
     met = {t.measure: t.met for t in targets}
@@ -901,5 +902,5 @@ def test_the_summary_holds_an_oracle_to_every_target_of_issue_25(data):
         "top-1 policy accuracy (the post's one label)": None, "other generator: solvability accuracy": True,
         "other generator: solve rate, beam 32, 6 boards": True}
     longer = measure.Solves("beam 32", np.where(optimal > 0, optimal + 1, optimal), optimal)
-    row = measure.sokoban_targets(net.accuracies(oracle, held), longer, longer)[4]
+    row = measure.sokoban_targets(measure.accuracies(oracle, held), longer, longer)[4]
     assert row.measure.startswith("mean length") and row.met is False

@@ -10,6 +10,7 @@ from matplotlib import animation
 
 from toylib.plot import LABEL_PT
 from toylib.sokoban import dataset, net, world
+from toylib.sokoban.config import SokobanConfig
 from toylib.sokoban.look import (
     NSTEPS_WORDS,
     ROLES,
@@ -38,7 +39,7 @@ CORNER = OPEN.replace(" .  $", " .   ").replace("#      #\n# .", "#$     #\n# ."
 
 def tiny(n_ctx: int = 32, **kw) -> net.SokobanPolicy:
     torch.manual_seed(0)
-    return net.SokobanPolicy(net.SokobanConfig(d_model=16, channels=8, conv_layers=2, n_heads=2, n_ctx=n_ctx, **kw))
+    return net.SokobanPolicy(SokobanConfig(d_model=16, channels=8, conv_layers=2, n_heads=2, n_ctx=n_ctx, **kw))
 
 
 def test_the_levels():

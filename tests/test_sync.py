@@ -147,39 +147,45 @@ def test_fit_keeps_the_loss_it_records():
 
 
 def test_life_step_reads_nothing(monkeypatch):
-    from toylib.life import net
+    from toylib.life import training
+    from toylib.life.config import LifeConfig
 
-    config = net.LifeConfig(grid_size=8, d_model=24, steps=3, eval_every=3, val_grids=8, warmup=1)
-    assert reads_in_steps(monkeypatch, net, lambda: net.train(config, device="cpu", progress=False)) == []
+    config = LifeConfig(grid_size=8, d_model=24, steps=3, eval_every=3, val_grids=8, warmup=1)
+    assert reads_in_steps(monkeypatch, training, lambda: training.train(config, device="cpu", progress=False)) == []
 
 
 def test_sequences_step_reads_nothing(monkeypatch):
-    from toylib.sequences import net
+    from toylib.sequences import training
+    from toylib.sequences.config import SeqConfig
 
-    config = net.SeqConfig(steps=3, eval_every=3, val_size=20, batch=8)
-    assert reads_in_steps(monkeypatch, net, lambda: net.train(config, device="cpu", progress=False)) == []
+    config = SeqConfig(steps=3, eval_every=3, val_size=20, batch=8)
+    assert reads_in_steps(monkeypatch, training, lambda: training.train(config, device="cpu", progress=False)) == []
 
 
 def test_tictactoe_step_reads_nothing(monkeypatch):
-    from toylib.tictactoe import net
+    from toylib.tictactoe import training
+    from toylib.tictactoe.config import TicTacToeConfig
 
-    config = net.TicTacToeConfig(d_model=16, n_layers=1, max_epochs=1, early_stopping=None, stop_at_target=False,
-                                 monitor="val_loss")
-    assert reads_in_steps(monkeypatch, net, lambda: net.train(config, device="cpu", progress=False)) == []
+    config = TicTacToeConfig(d_model=16, n_layers=1, max_epochs=1, early_stopping=None, stop_at_target=False,
+                             monitor="val_loss")
+    assert reads_in_steps(monkeypatch, training, lambda: training.train(config, device="cpu", progress=False)) == []
 
 
 def test_maze_step_reads_nothing(monkeypatch):
-    from toylib.maze import net
+    from toylib.maze import training
+    from toylib.maze.config import MazeConfig
 
-    config = net.MazeConfig(seed=1, steps=2, eval_every=2, n_train=40, d_model=8, n_heads=4, d_mlp=8, stop_at=None)
-    assert reads_in_steps(monkeypatch, net, lambda: net.train(config, device="cpu", progress=False)) == []
+    config = MazeConfig(seed=1, steps=2, eval_every=2, n_train=40, d_model=8, n_heads=4, d_mlp=8, stop_at=None)
+    assert reads_in_steps(monkeypatch, training, lambda: training.train(config, device="cpu", progress=False)) == []
 
 
 def test_sokoban_step_reads_nothing(monkeypatch):
-    from toylib.sokoban import dataset, net
+    from toylib.sokoban import dataset, training
+    from toylib.sokoban.config import SokobanConfig
 
-    config = net.SokobanConfig(d_model=16, n_heads=2, n_layers=2, channels=8, conv_layers=2, steps=2, eval_every=2,
-                               n_solvable=40, n_unsolvable=40, n_held_out=20, n_starts=40, start_batch=8,
-                               batch_size=8)
+    config = SokobanConfig(d_model=16, n_heads=2, n_layers=2, channels=8, conv_layers=2, steps=2, eval_every=2,
+                           n_solvable=40, n_unsolvable=40, n_held_out=20, n_starts=40, start_batch=8,
+                           batch_size=8)
     data = dataset.for_config(config)
-    assert reads_in_steps(monkeypatch, net, lambda: net.train(config, data, device="cpu", progress=False)) == []
+    assert reads_in_steps(monkeypatch, training,
+                          lambda: training.train(config, data, device="cpu", progress=False)) == []

@@ -5,13 +5,14 @@ import pytest
 import torch
 
 from toylib.attention import count_parameters
-from toylib.tictactoe import dataset, look, measure, net, world
+from toylib.tictactoe import dataset, look, measure, net, training, world
+from toylib.tictactoe.config import POST_CONFIGS, POST_SMALLEST, TicTacToeConfig
 from toylib.tictactoe.world import EMPTY, O, X
 
 
 @pytest.fixture(scope="module")
 def data():
-    return dataset.for_config(net.TicTacToeConfig())
+    return dataset.for_config(TicTacToeConfig())
 
 
 # ----------------------------------------------------------------------------- the game
@@ -58,7 +59,7 @@ def test_bad_symbols_and_sizes_are_refused():
     with pytest.raises(ValueError, match="written with X, O"):
         world.parse_board("XZ. ... ...")
     with pytest.raises(ValueError, match="cells must be"):
-        net.model_moves(net.TicTacToeNet(), torch.full((1, 9), 5))
+        measure.model_moves(net.TicTacToeNet(), torch.full((1, 9), 5))
 
 
 # ----------------------------------------------------------------------------- minimax
@@ -125,11 +126,11 @@ def test_split_by_symmetry_never_leaks_a_class(data):
 
 
 def test_for_config_splits_by_the_split_seed_alone(data):
-    again = dataset.for_config(net.TicTacToeConfig(seed=5, d_model=16, n_heads=2))  # weights' seed and size: same data
+    again = dataset.for_config(TicTacToeConfig(seed=5, d_model=16, n_heads=2))  # weights' seed and size: same data
     for name in ("train", "val", "test", "everything"):
         part, same = getattr(data, name), getattr(again, name)
         assert all(torch.equal(getattr(part, f.name), getattr(same, f.name)) for f in dataclasses.fields(part))
-    other = dataset.for_config(net.TicTacToeConfig(split_seed=1))
+    other = dataset.for_config(TicTacToeConfig(split_seed=1))
     assert not torch.equal(other.test.boards, data.test.boards) and torch.equal(other.everything.boards, data.everything.boards)
     assert {tuple(b) for b in data.test.boards.tolist()} == set(world.split_by_symmetry(world.open_positions(), seed=0)["test"])
 
@@ -150,16 +151,16 @@ def test_positions_carry_every_optimal_move(data):
 
 
 def test_model_shapes_and_the_mover_view():
-    model = net.TicTacToeNet(net.TicTacToeConfig())
+    model = net.TicTacToeNet(TicTacToeConfig())
     boards = torch.tensor([world.parse_board("X.. ... ..."), world.parse_board("X.. .O. ...")])
     logits, values, patterns = model(boards)
     # 17 tokens: 9 cells and 8 lines; the answer is read from the cells
     assert logits.shape == (2, 9, 3) and values.shape == (2, 9, 3) and patterns.shape == (2, 4, 4, 17, 17)
     assert torch.allclose(patterns.sum(-1), torch.ones(2, 4, 4, 17))
-    post = net.TicTacToeNet(net.POST_CONFIGS["1: d=32, 4 heads"][0])
+    post = net.TicTacToeNet(POST_CONFIGS["1: d=32, 4 heads"][0])
     assert post(boards)[2].shape == (2, 4, 4, 9, 9)
     # the chapter's model is no larger than the post's smallest, the summary's limit
-    assert count_parameters(model) <= count_parameters(post) == net.POST_SMALLEST
+    assert count_parameters(model) <= count_parameters(post) == POST_SMALLEST
     # the model sees the board as (empty, mine, theirs) and writes back in X and O
     seen = net.as_seen_by_mover(torch.tensor([world.parse_board("XO. ... ..."), world.parse_board("X.. ... ...")]))
     assert seen.tolist() == [[1, 2] + [0] * 7, [2] + [0] * 8]
@@ -169,9 +170,9 @@ def test_model_shapes_and_the_mover_view():
     written = model(boards)[0].argmax(-1)
     assert (written[0] == O).all() and (written[1] == X).all()  # O to move, then X to move
     with pytest.raises(ValueError, match="divisible"):
-        net.TicTacToeConfig(d_model=30, n_heads=4)
+        TicTacToeConfig(d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="loss"):
-        net.TicTacToeConfig(loss="mse")
+        TicTacToeConfig(loss="mse")
 
 
 def test_relations_survive_every_symmetry():
@@ -187,13 +188,13 @@ def test_relations_survive_every_symmetry():
         moved = torch.empty_like(rel)
         moved[to[:, None], to[None, :]] = rel
         assert torch.equal(moved, rel)
-        assert torch.equal(net._TOKEN_KIND[to], net._TOKEN_KIND)
+        assert torch.equal(net.TOKEN_KIND[to], net.TOKEN_KIND)
 
 
 def test_the_graph_model_answers_twins_alike(data):
     """A rotated or mirrored board gets the rotated or mirrored answer, before any training."""
     torch.manual_seed(0)
-    model = net.TicTacToeNet(net.TicTacToeConfig()).eval()
+    model = net.TicTacToeNet(TicTacToeConfig()).eval()
     boards = data.test.boards[:64]
     with torch.no_grad():
         logits, values, _ = model(boards)
@@ -217,8 +218,8 @@ def test_scores_judge_legality_and_optimality(data):
             logits = torch.nn.functional.one_hot(nxt, 3).float() * 20
             return logits, logits, torch.zeros(len(boards), 1, 1, 9, 9)
 
-    oracle = Oracle(net.TicTacToeConfig())
-    s = net.score(oracle, data.test)
+    oracle = Oracle(TicTacToeConfig())
+    s = measure.score(oracle, data.test)
     assert s.exact_label == s.legal == s.raw_optimal == s.optimal == 1.0
     policy = measure.model_policy(oracle)
     assert measure.play_exhaustively(policy, X)["loss"] == 0 and measure.play_exhaustively(policy, O)["loss"] == 0
@@ -232,8 +233,8 @@ def test_scores_judge_legality_and_optimality(data):
             logits = torch.nn.functional.one_hot(boards, 3).float() * 20
             return logits, logits, torch.zeros(len(boards), 1, 1, 9, 9)
 
-    lazy = Lazy(net.TicTacToeConfig())
-    s = net.score(lazy, data.test)
+    lazy = Lazy(TicTacToeConfig())
+    s = measure.score(lazy, data.test)
     assert s.legal == 0 and s.exact_label == 0 and s.raw_optimal == 0 and 0 < s.optimal < 1
     policy = measure.model_policy(lazy)
     assert measure.play_exhaustively(policy, X)["loss"] > 0
@@ -252,7 +253,7 @@ def test_kinds_of_position():
 
 
 def test_attention_profile_shares_sum_to_one():
-    model = net.TicTacToeNet(net.TicTacToeConfig(n_layers=2, n_heads=2))
+    model = net.TicTacToeNet(TicTacToeConfig(n_layers=2, n_heads=2))
     boards = torch.tensor(world.open_positions()[:50])
     rows, names = look.attention_profile(model, boards)
     assert len(rows) == 2 * 2 + 1 and len(names) == len(rows[0]) - 2
@@ -274,18 +275,18 @@ def test_attention_profile_shares_sum_to_one():
     # the relation bias starts the model reading along lines: a line looks mostly at its own cells
     assert rows[0][col["line: its cells"]] > 0.5
     with pytest.raises(ValueError, match="graph"):
-        look.attention_profile(net.TicTacToeNet(net.POST_CONFIGS["1: d=32, 4 heads"][0]), boards[:5])
+        look.attention_profile(net.TicTacToeNet(POST_CONFIGS["1: d=32, 4 heads"][0]), boards[:5])
 
 
 def test_training_is_deterministic_and_learns(data):
-    cfg = net.TicTacToeConfig(d_model=32, n_layers=2, max_epochs=3, stop_at_target=False, early_stopping=None)
-    m1, h1 = net.train(cfg, data, progress=False)
-    m2, h2 = net.train(cfg, data, progress=False)
+    cfg = TicTacToeConfig(d_model=32, n_layers=2, max_epochs=3, stop_at_target=False, early_stopping=None)
+    m1, h1 = training.train(cfg, data, progress=False)
+    m2, h2 = training.train(cfg, data, progress=False)
     assert h1.column("loss") == h2.column("loss")
     assert h1.column("loss")[-1] < h1.column("loss")[0]
     # the default learns from the validation classes too; the post's recipe from training only
     assert cfg.train_on_val and h1.steps == 3 * -(-(len(data.train) + len(data.val)) // cfg.batch_size)
-    _, h3 = net.train(dataclasses.replace(cfg, train_on_val=False, max_epochs=1), data, progress=False)
+    _, h3 = training.train(dataclasses.replace(cfg, train_on_val=False, max_epochs=1), data, progress=False)
     assert h3.steps == -(-len(data.train) // cfg.batch_size)
 
 
@@ -311,7 +312,7 @@ def test_concatenated_positions_keep_every_optimal_move(data):
 def test_board_image_and_game_frames():
     img = world.board_image(world.parse_board("XO. ... ..."), cell=10)
     assert img.shape == (30, 30) and set(np.unique(img)) == {0, 1, 2, 3}
-    frames, titles = look.game_frames(net.TicTacToeNet(net.TicTacToeConfig()), side=X, cell=6)
+    frames, titles = look.game_frames(net.TicTacToeNet(TicTacToeConfig()), side=X, cell=6)
     assert frames.shape[1:] == (2, 18, 18) and len(frames) == len(titles) and titles[-1] in ("X wins", "O wins", "draw")
 
 
@@ -320,7 +321,7 @@ class Minimax(torch.nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.config = net.TicTacToeConfig()
+        self.config = TicTacToeConfig()
         self.dummy = torch.nn.Parameter(torch.zeros(()))  # gives the model a device
 
     def forward(self, boards):
@@ -340,7 +341,7 @@ def test_scorecard_passes_minimax_and_fails_an_untrained_model(data):
     assert perfect.exhaustive_x["loss"] == perfect.exhaustive_o["loss"] == 0
     assert all_met(perfect.targets(train_seconds=1.0))
     assert missed(perfect.targets(train_seconds=500.0)) == ["training time"]
-    untrained = measure.summarise(net.TicTacToeNet(net.TicTacToeConfig()), data, random_games=0)
+    untrained = measure.summarise(net.TicTacToeNet(TicTacToeConfig()), data, random_games=0)
     assert set(missed(untrained.targets(train_seconds=1.0))) >= {
         "exhaustive play as X, every reply", "exhaustive play as O, every reply"}
 
@@ -349,12 +350,12 @@ def test_command_line_measures_a_saved_model(tmp_path, capsys):
     from toylib.train import save_checkpoint
 
     path = tmp_path / "t3.pt"
-    save_checkpoint(path, net.TicTacToeNet(net.TicTacToeConfig()), net.TicTacToeConfig(), train_seconds=1.0)
-    targets = measure.main(["--load", str(path)])
+    save_checkpoint(path, net.TicTacToeNet(TicTacToeConfig()), TicTacToeConfig(), train_seconds=1.0)
+    targets = training.main(["--load", str(path)])
     out = capsys.readouterr().out
     assert "exact label (the post's measure)" in out  # the detail table is printed too
     by_name = {t.measure: t for t in targets}
-    assert by_name["parameters"].measured == f"{net.POST_SMALLEST:,}" and by_name["parameters"].met
+    assert by_name["parameters"].measured == f"{POST_SMALLEST:,}" and by_name["parameters"].met
     assert by_name["optimal move, all 4,520 open positions"].met is False  # an untrained model
     assert by_name["training time"].measured == "1.0 s" and by_name["training time"].machine
 
@@ -362,24 +363,24 @@ def test_command_line_measures_a_saved_model(tmp_path, capsys):
 def test_presets_are_the_posts_configs_trained_its_way():
     from toylib import cli
 
-    for i, (config, _) in enumerate(net.POST_CONFIGS.values(), start=1):
-        assert cli.configure(measure.CHAPTER, preset=f"post{i}") == config
-    post2 = cli.configure(measure.CHAPTER, {"max_epochs": 3}, preset="post2")
+    for i, (config, _) in enumerate(POST_CONFIGS.values(), start=1):
+        assert cli.configure(training.CHAPTER, preset=f"post{i}") == config
+    post2 = cli.configure(training.CHAPTER, {"max_epochs": 3}, preset="post2")
     assert post2.dropout == 0.1 and post2.loss == "label" and not post2.train_on_val and post2.max_epochs == 3
-    assert "--post" not in cli.parser(measure.CHAPTER).format_help()
+    assert "--post" not in cli.parser(training.CHAPTER).format_help()
 
 
 def test_benchmark_trains_and_measures_without_the_details(capsys):
     from toylib import cli
 
     changes = {"d_model": 8, "n_heads": 2, "n_layers": 1, "max_epochs": 1, "stop_at_target": False}
-    targets, seconds = cli.benchmark(measure.CHAPTER, seed=0, device="cpu", **changes)
+    targets, seconds = cli.benchmark(training.CHAPTER, seed=0, device="cpu", **changes)
     assert seconds > 0 and "exact label" not in capsys.readouterr().out  # no detail table
     assert [t.measure for t in targets if t.machine] == ["training time"] and targets[0].measure.startswith("optimal move")
 
 
 def test_game_frames_hold_the_final_position():
-    model = net.TicTacToeNet(net.TicTacToeConfig())
+    model = net.TicTacToeNet(TicTacToeConfig())
     frames, titles = look.game_frames(model, side=O, cell=6)
     held, held_titles = look.game_frames(model, side=O, cell=6, hold=3)
     assert len(held) == len(frames) + 3 and len(held_titles) == len(held)
@@ -392,7 +393,7 @@ def test_game_frames_hold_the_final_position():
 def test_position_attention_draws_every_head_with_a_colour_bar():
     import matplotlib.pyplot as plt
 
-    cfg = net.TicTacToeConfig(n_layers=2, n_heads=4)
+    cfg = TicTacToeConfig(n_layers=2, n_heads=4)
     fig = look.position_attention(net.TicTacToeNet(cfg), world.parse_board("XX. OO. ..."), "a win", columns=4)
     panels = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
     assert len(panels) == 8 and any(ax.get_label() == "<colorbar>" for ax in fig.axes)
@@ -406,7 +407,7 @@ def test_position_attention_draws_every_head_with_a_colour_bar():
 def test_move_and_attention_shows_each_position_and_refuses_bad_input():
     import matplotlib.pyplot as plt
 
-    model = net.TicTacToeNet(net.TicTacToeConfig(n_layers=2, n_heads=2))
+    model = net.TicTacToeNet(TicTacToeConfig(n_layers=2, n_heads=2))
     boards = [world.parse_board("XX. OO. ..."), world.parse_board("XO. .O. ..X")]
     fig = look.move_and_attention(model, boards, ["win", "block"], layer=1, head=0)
     w, h = fig.get_size_inches()

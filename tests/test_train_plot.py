@@ -7,7 +7,8 @@ import torch
 from toylib.device import pick_device, seed_everything
 from toylib.plot import LABEL_PT, animate, attention_grid, save_gif, training_curves
 from toylib.train import (
-    History, Snapshots, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatches, save_checkpoint,
+    History, Snapshots, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatches, prepare,
+    save_checkpoint,
 )
 
 
@@ -303,3 +304,16 @@ def test_animate_plays_rgb_panels_beside_colour_mapped_ones_and_moves_a_chapter_
         animate({"board": np.zeros((3, 4, 4, 5))})
     with pytest.raises(ValueError, match="1 colour maps for 2 panels"):
         animate({"board": rgb, "attention": values}, cmap=["magma"])
+
+
+def test_prepare_seeds_builds_moves_and_draws_alike_every_time():
+    runs = [prepare(3, lambda: torch.nn.Linear(4, 2), "cpu") for _ in range(2)]
+    (a, device, gen_a), (b, _, gen_b) = runs
+    assert device == torch.device("cpu") and next(a.parameters()).device == device
+    assert torch.equal(a.weight, b.weight)  # seeded before building
+    # the generator is its own: what it draws does not depend on what the global one drew
+    torch.rand(5)
+    assert torch.equal(torch.randperm(10, generator=gen_a), torch.randperm(10, generator=gen_b))
+    assert not torch.equal(prepare(4, lambda: torch.nn.Linear(4, 2))[0].weight, a.weight)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        prepare(-1, lambda: torch.nn.Linear(4, 2))

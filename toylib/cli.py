@@ -11,7 +11,9 @@ A chapter only says which config fields become options, and hands over its contr
 
 Every chapter also takes `--set field=value ...` for any config field, and `--preset NAME`.
 
-in the chapter's `measure` room (`toylib/<chapter>/measure.py`); `__main__.py` calls `main`.
+The contract and `main` live in the chapter's `training` room (`toylib/<chapter>/training.py`),
+because they name its `train`; `__main__.py` calls `main`, and `toylib.chapters.contract(name)`
+finds the contract for the benchmarks.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from toylib.device import cpu_cores
+from toylib.device import cpu_cores, pick_device, seed_everything
 
 Batch = Any
 LossFn = Callable[[nn.Module, Batch], "torch.Tensor | tuple[torch.Tensor, dict[str, torch.Tensor | float]]"]
@@ -100,6 +100,19 @@ class TrainOptions:
             raise ValueError(f"optimizer must be 'adamw' or 'sgd', got {self.optimizer!r}")
         if self.schedule not in ("constant", "cosine"):
             raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.schedule!r}")
+
+
+def prepare(seed: int, build: Callable[[], nn.Module],
+            device: str | torch.device | None = None) -> tuple[nn.Module, torch.device, torch.Generator]:
+    """How every chapter's training starts, in one order, so that a seed draws the same weights
+    in every chapter and on every device: seed Python, NumPy and torch (`seed_everything`),
+    build the model on the CPU and move it to `device` (default `pick_device()`), and make a
+    generator of its own, on the CPU, for whatever the training draws as it goes (the order of
+    batches, the encoder's passes). Returns (model, device, generator)."""
+    seed_everything(seed)
+    device = torch.device(device) if device is not None else pick_device()
+    model = build().to(device)
+    return model, device, torch.Generator().manual_seed(seed)
 
 
 def param_groups(model: nn.Module, weight_decay: float, decay_all: bool = True) -> list[dict]:

@@ -11,17 +11,20 @@ The chapter's rooms, in the reader's order:
 
 - ``world.py``    the rules on a torus (`check_grids`, `neighbour_counts`, `life_step`,
                   `life_run`) and the famous patterns (`PATTERNS`, `place`); no model
+- ``config.py``   `LifeConfig` (with `MIXERS`, `POSITIONS`), and its presets: `ANY_SIZE`,
+                  and the post's `POST` from `POST_CHANGES`
 - ``dataset.py``  random grids (`random_grids`), what a model trains and is validated on
                   (`for_config`, `LifeData`, whose `seen` holds the training grids' hashes),
                   test grids never seen in training (`unseen_grids`, `grid_hashes`), and the
                   512 3x3 neighbourhoods tiled onto grids (`neighbourhood_grids`)
-- ``net.py``      `LifeConfig` (with `ANY_SIZE`, and the post's `POST` from `POST_CHANGES`),
-                  `SingleAttentionNet` (the post's), `OffsetAttentionNet` (any grid size),
-                  `build_model`; what validation reads (`predict`, `exact_fraction`,
-                  `neighbour_attention`, `attention_by_offset`); `life_loss` and `train`
-- ``measure.py``  the model run on its own outputs (`model_run`), the any-size check, the
-                  512 neighbourhoods, the chapter's targets (`summarise`, `Summary`,
-                  `measure`) and the command line (`CHAPTER`, `main`)
+- ``net.py``      `SingleAttentionNet` (the post's, with `neighbour_mask` for its fixed
+                  averages), `OffsetAttentionNet` (any grid size), `build_model`, and the
+                  loss (`life_loss`)
+- ``measure.py``  what validation reads (`predict`, `exact_fraction`, `neighbour_attention`,
+                  `attention_by_offset`), the model run on its own outputs (`model_run`), the
+                  any-size check, the 512 neighbourhoods, and the chapter's targets
+                  (`summarise`, `Summary`, `measure`)
+- ``training.py`` `train`, and the command line (`CHAPTER`, `main`)
 - ``look.py``     pictures of attention, and the board to draw on in the browser
                   (`live_board`, with `live.js`)
 - ``__main__.py`` python -m toylib.life

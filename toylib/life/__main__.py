@@ -1,2 +1,2 @@
-from toylib.life.measure import main
+from toylib.life.training import main
 main()

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from toylib.draws import stream
+from toylib.life.config import LifeConfig
 from toylib.life.world import check_grids, grid_shape, life_step
-
-if TYPE_CHECKING:
-    from toylib.life.net import LifeConfig
 
 
 # ----------------------------------------------------------------------------- data

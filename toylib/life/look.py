@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from toylib.infer import infer
-from toylib.life.net import OffsetAttentionNet, SingleAttentionNet, predict
+from toylib.life.measure import predict
+from toylib.life.net import OffsetAttentionNet, SingleAttentionNet
 from toylib.life.world import check_grids, life_step
 from toylib.live import Live, weights
 from toylib.plot import DPI, LABEL_PT, TITLE_PT

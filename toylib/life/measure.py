@@ -1,33 +1,90 @@
-"""Judging a trained Life model: games run on its own outputs, grids of any size, all 512
-3x3 neighbourhoods, the chapter's targets and summary, and the command line."""
+"""Judging a trained Life model: its predictions and where its attention goes (what training
+validates by), games run on its own outputs, grids of any size, all 512 3x3 neighbourhoods,
+and the chapter's targets and summary."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
+import torch
 
-from toylib import cli
 from toylib.draws import stream
-from toylib.life.dataset import LifeData, for_config, neighbourhood_grids, random_grids, unseen_grids
-from toylib.life.net import (
-    ANY_SIZE,
-    MIXERS,
-    POSITIONS,
-    POST,
-    LifeConfig,
-    LifeNet,
-    OffsetAttentionNet,
-    SingleAttentionNet,
-    _size,
-    build_model,
-    exact_fraction,
-    neighbour_attention,
-    predict,
-    train,
-)
+from toylib.infer import evaluating, infer
+from toylib.life.config import LifeConfig
+from toylib.life.dataset import LifeData, neighbourhood_grids, random_grids, unseen_grids
+from toylib.life.net import LifeNet, OffsetAttentionNet, SingleAttentionNet, neighbour_mask
 from toylib.life.world import check_grids, grid_shape, life_run, life_step
 from toylib.targets import Target, pct, time_target
+
+
+# ----------------------------------------------------------------------------- what validation reads of a model: its answers, its attention
+
+
+def _size(model) -> int | None:
+    """The grid size a model takes: None (any) for OffsetAttentionNet."""
+    return None if isinstance(model, OffsetAttentionNet) else model.config.grid_size
+
+
+def predict(model: SingleAttentionNet, grids, batch_size: int = 256) -> np.ndarray:
+    """The model's next state for a grid or a batch of grids, as 0/1 uint8."""
+    g = check_grids(grids, _size(model))
+    alive = infer(model, g[None] if g.ndim == 2 else g, batch_size=batch_size,
+                  keep=lambda out, _: out[0] > 0, numpy=True)  # (n, size, size)
+    alive = alive.astype(np.uint8)
+    return alive[0] if g.ndim == 2 else alive
+
+
+def neighbour_attention(model: SingleAttentionNet, grids, batch_size: int = 64, on: str = "neighbours") -> float:
+    """Mean share of each cell's attention that lands on its 8 neighbours (or, with
+    on="self", on the cell itself), over the grids."""
+    if on not in ("neighbours", "self"):
+        raise ValueError(f"on must be 'neighbours' or 'self', got {on!r}")
+    if isinstance(model, OffsetAttentionNet):  # attends the same way everywhere: read its pattern
+        by_offset = attention_by_offset(model, grids, radius=1)
+        return float(by_offset[1, 1] if on == "self" else by_offset.sum() - by_offset[1, 1])
+    g = check_grids(grids, model.config.grid_size)
+    g = g[None] if g.ndim == 2 else g
+    size = model.config.grid_size
+    mask = neighbour_mask(size) if on == "neighbours" else torch.eye(size * size, dtype=torch.bool)
+
+    def share(out, _):  # per grid: the mean over cells of the attention on `mask`
+        pattern = out[1][:, 0, 0]  # (batch, cells, cells)
+        return (pattern * mask.to(pattern.device)).sum(-1).mean(-1)  # (batch,)
+
+    return float(infer(model, g, batch_size=batch_size, keep=share).mean())
+
+
+def attention_by_offset(model: SingleAttentionNet, grids, radius: int = 2, batch_size: int = 100) -> np.ndarray:
+    """Mean attention by offset from the attending cell, over every cell of every grid:
+    (2 * radius + 1, 2 * radius + 1), the attending cell at the centre, rows and columns
+    of offsets -radius..radius. A model that attends only to its 8 neighbours, equally,
+    shows 1/8 on the ring around the centre and 0 everywhere else."""
+    if isinstance(model, OffsetAttentionNet):  # its pattern is by offset already, the same everywhere
+        r = model.config.radius
+        if not 0 <= radius <= r:
+            raise ValueError(f"radius must be between 0 and the model's {r}")
+        with evaluating(model) as device:
+            pattern = model(torch.zeros(1, 2 * r + 1, 2 * r + 1, device=device))[1]
+        return pattern[0, 0, 0, r - radius : r + radius + 1, r - radius : r + radius + 1].cpu().numpy()
+    g = check_grids(grids, model.config.grid_size)
+    size = model.config.grid_size
+    if not 0 <= radius <= size // 2 - (size % 2 == 0):
+        raise ValueError(f"radius must be between 0 and {size // 2 - (size % 2 == 0)} on a {size}x{size} grid")
+    total = infer(model, g[None] if g.ndim == 2 else g, batch_size=batch_size,
+                  keep=lambda out, _: out[1][:, 0, 0].sum(0, keepdim=True))  # (batches, cells, cells)
+    mean = total.sum(0).numpy() / (1 if g.ndim == 2 else len(g))  # (cells, cells)
+    centred = np.zeros((size, size))
+    for cell in range(size * size):
+        r, c = divmod(cell, size)  # roll cell (r, c) to the middle of the grid
+        centred += np.roll(mean[cell].reshape(size, size), (size // 2 - r, size // 2 - c), axis=(0, 1))
+    h = size // 2
+    return centred[h - radius : h + radius + 1, h - radius : h + radius + 1] / (size * size)
+
+
+def exact_fraction(predicted: np.ndarray, true: np.ndarray) -> float:
+    """Share of grids (first axis) predicted exactly, every cell right."""
+    return float((predicted == true).reshape(len(true), -1).all(1).mean())
 
 
 # ----------------------------------------------------------------------------- judging a model
@@ -186,25 +243,3 @@ def measure(model: LifeNet, config: LifeConfig, data: LifeData, train_seconds: f
     if isinstance(model, OffsetAttentionNet):  # and the sizes it never saw
         targets += any_size_targets(any_size_check(model), train_seconds)
     return targets
-
-
-CHAPTER = cli.Chapter(
-    "life", "Train a transformer on Conway's Game of Life, and measure it against the chapter's targets.",
-    LifeConfig, build_model, for_config, train, measure,
-    options=(
-        cli.Option("--size", "grid_size", "grid size"),
-        cli.Option("--steps", "steps", "most training steps"),
-        cli.Option("--d-model", "d_model", "token width"),
-        cli.Option("--mixer", "mixer", "attention, a fixed 3x3 average, or attention by offset (any size; "
-                   "--preset any_size: its settings)", choices=MIXERS),
-        cli.Option("--lr", "lr", "peak learning rate"),
-        cli.Option("--batch-size", "batch_size", "grids per batch"),
-        cli.Option("--positions", "positions", "a vector per row and one per column, or one per cell (the post's)",
-                   choices=POSITIONS),
-        cli.Option("--mask-self", "mask_self", "forbid a cell to attend to itself (--no-mask-self: as in the post)"),
-    ),
-    # any_size: OffsetAttentionNet's settings (8x8 training); post: the post's model
-    presets={"post": POST, "any_size": ANY_SIZE},
-)
-
-main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script

@@ -16,25 +16,29 @@ encoder runs one layer along the corridors as many times as the maze needs), so 
 trained on 5x5 mazes can be asked to solve bigger ones. Both are solved greedily with every
 move checked against the maze (`solve_greedy`, `score`).
 
-The chapter's map, one room per file, in the reader's order (a notebook imports the rooms:
-`from toylib.maze import world, dataset, net, measure`):
+The chapter's map, one room per file, in the reader's order; each room imports only rooms
+above it (a notebook imports the rooms: `from toylib.maze import world, dataset, net, measure,
+training`, and the config's names: `from toylib.maze.config import MazeConfig, POST`):
 
-- `world.py`: tiles and pixels (`to_pixels`, `from_pixels`), moves (`exits`, `open_path`), the
-  ground truth (`MazeState`, `shortest_path`, `check_solution`), the post's generator
-  (`random_maze`), a second one with no loops (`spanning_tree_maze`) and `draw_maze`.
+- `world.py`: tiles and pixels (`to_pixels`, `from_pixels`), moves (`exits`, `open_path`,
+  `follow_moves`), the ground truth (`MazeState`, `shortest_path`, `check_solution`), the
+  post's generator (`random_maze`), a second one with no loops (`spanning_tree_maze`) and
+  `draw_maze`.
+- `config.py`: `MazeConfig` (the model and how it trains), `FIRST` (the chapter's first looped
+  model, before it was taught to search) and `POST` (the post's model and recipe).
 - `dataset.py`: maze keys, `MazeSet`, the splits (`make_splits`; a config's: `for_config`) and
-  the mazes beyond them (`make_mazes`, of either kind); the tensor views the models read (`tile_view`,
-  `connections`, `walk_tiles`, `invalid_last_move`, `solution_tensor`, ...).
-- `net.py`: `MazeConfig`, what every maze model does (`Memory`, `MazeModel`), the chapter's
-  `MazeNet` (taught every tile's way to the end, after every pass as far as the end's news has
-  reached: `wave_targets`, and walking by it), `FIRST` (the chapter's first
-  looped model, before that), `build_model`, the
-  loss (`maze_loss`), and `train`.
-- `post.py`: the post's model, `PostMazeNet`, and its recipe, `POST`.
+  the mazes beyond them (`make_mazes`, of either kind); the tensor views the models read
+  (`tile_view`, `connections`, `walk_tiles`, `invalid_last_move`, `solution_tensor`, ...).
+- `net.py`: what every maze model does (`Memory`, `MazeModel`), the chapter's `MazeNet` (taught
+  every tile's way to the end, after every pass as far as the end's news has reached:
+  `wave_targets`, and walking by it), the thresholds that stop its search (`SETTLED`, `QUIET`,
+  `STILL`), and the loss (`maze_loss`).
+- `post.py`: the post's model, `PostMazeNet`.
 - `measure.py`: solving (`solve_greedy`), `token_accuracy`, `Scores` and `score` (training
   validates by them), `no_causal_mask`, `length_table`, the chapter's targets (`beyond_sets`,
-  `far_sets` for a model that searches, `maze_targets`, `measure`) and the command line (`python -m toylib.maze`, `--preset post`,
-  `--preset first`).
+  `far_sets` for a model that searches, `maze_targets`, `measure`).
+- `training.py`: `build_model` (either model, from a config), `train`, and the command line
+  (`python -m toylib.maze`, `--preset post`, `--preset first`).
 - `look.py`: the encoder's search read through the decoder (`encoder_search`) and through the
   way head (`wave`), where the decoder's heads look (`where_heads_look`), ablating them
   (`without_cross_heads`), the frames of a model solving a maze (`solve_frames`), and a maze to

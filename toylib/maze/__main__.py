@@ -1,2 +1,2 @@
-from toylib.maze.measure import main
+from toylib.maze.training import main
 main()

@@ -8,18 +8,15 @@ import dataclasses
 import hashlib
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from toylib.draws import budget, distinct, stream
+from toylib.maze.config import MazeConfig
 from toylib.maze.world import (CENTRE, DIRECTIONS, DOWN, END_MARK, LEFT, MOVE_NAMES, RIGHT, START, START_MARK, STEP,
                                STOP, TILE, UP, Sample,
-                               _check_lengths, check_pixels, exits, grid_shape, random_maze, spanning_tree_maze)
-
-if TYPE_CHECKING:  # net.py builds on this module, so the config is only named here
-    from toylib.maze.net import MazeConfig
+                               check_lengths, check_pixels, exits, grid_shape, random_maze, spanning_tree_maze)
 
 
 # ----------------------------------------------------------------------------- data sets
@@ -109,7 +106,7 @@ def make_mazes(
     gives up with a RuntimeError). Mazes whose key is in `exclude` (say
     `splits["train"].keys()`) are skipped. kind="tree": mazes with no loops from
     `spanning_tree_maze` instead (path_lengths and p_arm do not apply to them)."""
-    lo, hi = _check_lengths(path_lengths)
+    lo, hi = check_lengths(path_lengths)
     # a walk of the post's is at most `hi` moves; a path through a tree visits each tile at most once
     longest, what = (hi, "the longest walk") if kind == "post" else (int(np.prod(grid_shape(size))) - 1, "tiles - 1")
     if not 1 <= min_moves <= longest:

@@ -18,10 +18,10 @@ from toylib.draws import stream
 from toylib.infer import evaluating, infer, model_device
 from toylib.live import Live, weights
 from toylib.maze.dataset import NO_WAY, PAD, MazeSet, solution_tensor, start_tiles, walk_tiles, ways_to_end
-from toylib.maze.measure import _Run, solve_greedy
+from toylib.maze.measure import AsModule, solve_greedy
 from toylib.maze.net import QUIET, SETTLED, STILL, MazeModel, MazeNet, Memory
-from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, MazeState, _walk,
-                               check_pixels, exits, from_pixels, random_maze)
+from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, MazeState,
+                               check_pixels, exits, follow_moves, from_pixels, random_maze)
 from toylib.plot import DPI, LABEL_PT, animate
 
 
@@ -199,7 +199,7 @@ def draw_search(ax, maze, search: Search, i: int, walk: Sequence[int] | None = N
     ax.imshow(search_image(maze, search, i), interpolation="nearest")
     _arrows(ax, search, i)
     if walk is not None:
-        tiles = _walk(MazeState.start_of(check_pixels(maze)), list(walk))[0]
+        tiles = follow_moves(MazeState.start_of(check_pixels(maze)), list(walk))[0]
         r, c = (np.array(x) * TILE + CENTRE for x in zip(*tiles))
         ax.plot(c, r, color="#ff7f0e", lw=3, alpha=0.8, solid_capstyle="round")
     ax.set_xticks([])
@@ -279,7 +279,7 @@ def where_heads_look(model: MazeModel, mazes: MazeSet, batch_size: int = 250) ->
     where at least one head does, "steps": how many steps were counted}."""
     tokens = solution_tensor(mazes.solutions)  # (n, T + 1)
     inputs = tokens[:, :-1].clamp(min=0)  # (n, T): START and the moves, padding read as STOP
-    strongest = infer(_Run(model, _strongest_tiles), mazes.mazes, inputs, batch_size=batch_size)  # (n, head, T)
+    strongest = infer(AsModule(model, _strongest_tiles), mazes.mazes, inputs, batch_size=batch_size)  # (n, head, T)
     rows, cols = (s // TILE for s in mazes.mazes.shape[1:])
     start = start_tiles(torch.from_numpy(mazes.mazes))  # (n, 2)
     here = walk_tiles(inputs, start, (rows, cols))  # (n, T, 2): where the walker stands after each token
@@ -331,7 +331,7 @@ def solve_frames(model: MazeModel, maze) -> tuple[np.ndarray, list[str]]:
     rows, cols = (s // TILE for s in pixels.shape)
     open_ = (pixels > 0).astype(float)
     block = np.ones((TILE, TILE))
-    tiles = _walk(MazeState.start_of(pixels), moves)[0]
+    tiles = follow_moves(MazeState.start_of(pixels), moves)[0]
     frames, titles = [], []
     for t, move in enumerate(moves[1:]):
         board = 0.3 * open_

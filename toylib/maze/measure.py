@@ -1,6 +1,6 @@
 """A maze model judged: solving greedily with every move checked, and the scores (`score`,
 which training validates by as well), decoding without the causal mask, scores by path
-length, the chapter's targets (`measure`), and the command line (`python -m toylib.maze`)."""
+length, and the chapter's targets (`measure`)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from toylib import cli
 from toylib.attention import MultiHeadAttention
 from toylib.decode import greedy_decode
 from toylib.infer import infer
-from toylib.maze.dataset import (PAD, MazeSet, connections, for_config, invalid_last_move, make_mazes,
-                                 solution_tensor)
-from toylib.maze.net import FIRST, MazeConfig, MazeModel, Memory, build_model, train
-from toylib.maze.post import POST
+from toylib.maze.config import MazeConfig
+from toylib.maze.dataset import PAD, MazeSet, connections, invalid_last_move, make_mazes, solution_tensor
+from toylib.maze.net import MazeModel, Memory
 from toylib.maze.world import START, STOP, check_pixels, check_solution
 from toylib.targets import Target, format_table, pct, time_target
 
@@ -29,7 +27,7 @@ from toylib.targets import Target, format_table, pct, time_target
 # ----------------------------------------------------------------------------- solving, and scores
 
 
-class _Run(nn.Module):
+class AsModule(nn.Module):
     """`fn(model, *batch)` as a module, so that `infer` batches it on the model's device."""
 
     def __init__(self, model: MazeModel, fn: Callable[..., torch.Tensor]):
@@ -68,7 +66,7 @@ def solve_greedy(model: MazeModel, mazes, iterations: int | None = None, batch_s
     pixels = np.asarray(mazes)
     one = pixels.ndim == 2
     pixels = np.stack([check_pixels(p) for p in (pixels[None] if one else pixels)])  # (n, R*TILE, C*TILE)
-    out = infer(_Run(model, lambda m, x: _greedy(m, x, iterations)), pixels, batch_size=batch_size)
+    out = infer(AsModule(model, lambda m, x: _greedy(m, x, iterations)), pixels, batch_size=batch_size)
     solutions = [row[row != PAD].tolist() for row in out]
     return solutions[0] if one else solutions
 
@@ -79,7 +77,7 @@ def token_accuracy(model: MazeModel, mazes: MazeSet, iterations: int | None = No
     that the model predicts from the true moves before them. count_padding=True scores it
     the post's way: padding counts as a STOP to predict, up to the longest solution."""
     tokens = solution_tensor(mazes.solutions)  # (n, T)
-    predicted = infer(_Run(model, lambda m, x, t: m.decode(t, m.encode(x, iterations, keep=False))[0].argmax(-1)),
+    predicted = infer(AsModule(model, lambda m, x, t: m.decode(t, m.encode(x, iterations, keep=False))[0].argmax(-1)),
                       mazes.mazes, tokens[:, :-1].clamp(min=0), batch_size=batch_size)  # (n, T - 1)
     return _accuracy(predicted, tokens, count_padding)
 
@@ -121,7 +119,7 @@ def score(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch
     the cost): the same numbers as `solve_greedy` and `token_accuracy` give apart."""
     tokens = solution_tensor(mazes.solutions)  # (n, T)
     pixels = np.stack([check_pixels(p) for p in mazes.mazes])  # (n, R*TILE, C*TILE)
-    greedy, predicted, passes = infer(_Run(model, lambda m, x, t: _solve_and_predict(m, x, t, iterations)), pixels,
+    greedy, predicted, passes = infer(AsModule(model, lambda m, x, t: _solve_and_predict(m, x, t, iterations)), pixels,
                               tokens[:, :-1].clamp(min=0), batch_size=batch_size)
     solutions = [row[row != PAD].tolist() for row in greedy]
     checks = [check_solution(m, s) for m, s in zip(mazes.mazes, solutions)]
@@ -176,10 +174,10 @@ def beyond_sets(n: int = 500, seed: int = 1) -> dict[str, MazeSet]:
     return {name: make_mazes(n, seed=seed, **kwargs) for name, kwargs in BEYOND.items()}
 
 
-# A model that searches (one with a way head, as the chapter's) is held to issue 26's mazes as well: long
+# A model that searches (one with a way head, as the chapter's) is held to far mazes as well: long
 # paths at 8x8, and 16x16 and 32x32 mazes of both kinds (the biggest with no loops have paths of hundreds of
 # moves), each solved by a shortest path at least 99 % of the time. How many of each: 200 at 16x16, 100 at 32x32
-# (a 32x32 maze with no loops takes about 0.6 s to solve here).
+# (fewer of the biggest: a 32x32 maze with no loops is the slowest to solve).
 FAR = {
     "16x16": dict(n=200, size=16),
     "16x16 with no loops (spanning trees)": dict(n=200, size=16, kind="tree"),
@@ -245,14 +243,3 @@ def measure(model: MazeModel, config: MazeConfig, data: dict[str, MazeSet], trai
         print(length_table(test))
     return maze_targets(test, train_seconds, beyond, search=search)
 
-
-# ----------------------------------------------------------------------------- command line
-
-_OPTIONS = (cli.Option("--steps", "steps", "most training steps"), cli.Option("--data-seed", "data_seed", "which mazes"))
-_ABOUT = "A transformer learns to walk mazes by a shortest path, and is tested on bigger mazes than it trained on."
-# --preset post: the post's model, trained its way; --preset first: the chapter's first looped model, before
-# it was taught to search
-CHAPTER = cli.Chapter("maze", _ABOUT, MazeConfig, build_model, for_config, train, measure, options=_OPTIONS,
-                      presets={"post": POST, "first": FIRST})
-
-main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script

@@ -1,10 +1,9 @@
-"""The maze models: the config, what every maze model does (`MazeModel`), the chapter's looped
-`MazeNet`, the loss, and `train` (which validates by `measure.score`). The post's model is in
-`post.py`."""
+"""The maze models: what every maze model does (`MazeModel`), the chapter's looped `MazeNet`,
+and the loss (`maze_loss`, with `wave_targets`). The config is in `config.py`, the post's model
+in `post.py`, and `train` in `training.py`."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import NamedTuple
 
@@ -13,18 +12,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from toylib.attention import Decoder, EncoderBlock, KeysValues, Seq2SeqPatterns
-from toylib.device import pick_device, seed_everything
 from toylib.infer import model_device
-from toylib.maze.dataset import (N_MOVES, NO_WAY, PAD, MazeSet, connections, for_config, solution_tensor, start_tiles,
-                                 tile_grid, tile_view, walk_tiles, ways_to_end)
+from toylib.maze.config import MazeConfig
+from toylib.maze.dataset import (N_MOVES, NO_WAY, PAD, connections, start_tiles, tile_grid, tile_view, walk_tiles,
+                                 ways_to_end)
 from toylib.maze.world import DIRECTIONS, STEP, TILE
-from toylib.train import Callback, History, TrainOptions, fit, minibatches, stop_when
 
 
-# ----------------------------------------------------------------------------- config
+# ----------------------------------------------------------------------------- when a looped encoder stops
 
 
-MODELS = ("looped", "post")
 SETTLED = 1e-3  # MazeNet with `squash`: solving stops passing once no state number moves further in a pass,
 QUIET = 10  # or, with a way head, once no tile's way to the end has changed for this many passes
 # MazeNet with a way head, solving: a tile takes a pass only while it or a neighbour it connects
@@ -32,80 +29,6 @@ QUIET = 10  # or, with a way head, once no tile's way to the end has changed for
 # Without it, over a 32x32 maze's hundreds of passes settled states crept (0.003 to 0.3 a pass)
 # until ways flipped, and waiting ones wobbled (0.02 to 0.07) into false waves (see Results)
 STILL = 0.2
-
-
-@dataclasses.dataclass(frozen=True)
-class MazeConfig:
-    """A maze model and how to train it. The defaults reach the chapter's targets."""
-
-    model: str = "looped"  # "looped": the chapter's MazeNet; "post": PostMazeNet, the post's model
-    d_model: int = 32  # width of every token
-    n_heads: int = 4  # looped: head h reads along DIRECTIONS[h % 4] (see MazeNet)
-    d_mlp: int = 64  # width of the feed-forward layers
-    n_encoder_layers: int = 4  # post only: the looped encoder runs one layer as often as the maze needs
-    n_decoder_layers: int = 1
-    radius: int = 2  # looped: cross-attention learns a bias per offset up to this many tiles away
-    # looped: what makes it search mazes of any size (all off in FIRST, the chapter's first model)
-    ways: float = 1.0  # weight of a second loss: every tile's way to the end (`ways_to_end`), read from its state
-    # weight of the way loss at every pass before the last: a tile says NO_WAY until the end's news could
-    # have reached it, one tile a pass (`wave_targets`), so that no tile commits to a way on a guess
-    wave: float = 1.0
-    squash: float = 3.0  # after every pass each state number is squash * tanh(x / squash): bounded, so it settles
-    window: bool = True  # cross-attention reads only the tiles within `radius` of the walker
-    extra_passes: int = 10  # passes past what a maze needs: in training past its farthest tile, solving past its tiles
-    pad_as_stop: bool = False  # train padding as STOP, as the post does (False: padding is left out)
-    embed: bool = False  # post only: the same inputs through learned embeddings, not as raw numbers
-    steps: int = 800  # at most this many batches (cosine decay over them); training stops sooner at `stop_at`
-    batch_size: int = 64
-    lr: float = 3e-3  # peak learning rate (AdamW); at 6e-3 some seeds' validation score collapsed mid-run
-    grad_clip: float | None = 1.0  # clip the gradient norm: unclipped, FIRST lost seed 2 at 3e-3 and seed 5 at 6e-3
-    weight_decay: float = 0.0
-    warmup: int = 100  # steps of linear warm-up
-    schedule: str = "cosine"  # "constant" or "cosine" after the warm-up
-    eval_every: int = 800  # steps between validations (greedy solving of the validation mazes)
-    # stop once this share of the validation mazes is solved by a shortest path (None: train every step). The
-    # 5x5 validation mazes are all solved long before the search carries far: stopping there kept weak searches
-    stop_at: float | None = None
-    n_train: int = 10_000  # training mazes (the post's 10,000)
-    data_seed: int = 0  # which mazes: `make_splits(seed=data_seed)` (see `dataset.for_config`)
-    seed: int = 0  # initial weights, batch order and encoder iterations
-
-    def __post_init__(self):
-        if self.model not in MODELS:
-            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
-        if self.d_model < 1 or self.n_heads < 1 or self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a positive multiple of n_heads ({self.n_heads})")
-        if self.embed and self.model != "post":
-            raise ValueError("embed chooses how the post's model reads its inputs; the looped model always embeds them")
-        if self.model == "post" and not self.embed and self.d_model < TILE * TILE + 2:
-            raise ValueError(f"the post's model writes a tile's {TILE * TILE} pixels, its row and its column into "
-                             f"the token itself, so d_model must be at least {TILE * TILE + 2}, got {self.d_model}")
-        if self.n_encoder_layers < 1 or self.n_decoder_layers < 1 or self.d_mlp < 1:
-            raise ValueError("n_encoder_layers, n_decoder_layers and d_mlp must be at least 1")
-        if self.radius < 1:
-            raise ValueError(f"radius must be at least 1 (the current tile and its neighbours), got {self.radius}")
-        if self.model == "post" and (self.ways or self.wave or self.squash or self.window or self.extra_passes):
-            raise ValueError("ways, wave, squash, window and extra_passes change the looped model; the post's has "
-                             "none: set ways=0, wave=0, squash=0, window=False and extra_passes=0, as POST does")
-        if min(self.ways, self.wave, self.squash, self.extra_passes) < 0:
-            raise ValueError(f"ways, wave, squash and extra_passes must be >= 0, got {self.ways}, {self.wave}, "
-                             f"{self.squash}, {self.extra_passes}")
-        if self.wave and not self.ways:
-            raise ValueError("wave weighs the way loss at every pass: it needs a way head (ways > 0)")
-        if self.batch_size < 1 or self.n_train < 1:
-            raise ValueError(f"batch_size and n_train must be positive, got {self.batch_size}, {self.n_train}")
-
-    def train_options(self) -> TrainOptions:
-        # out of steps, keep the best validated weights (see `train`); the loss is recorded every 25 steps
-        # between validations, which may come only once, at the end
-        return TrainOptions.from_config(self, monitor="val_shortfall", restore_best=True, log_every=25)
-
-
-# The chapter's first looped model (before it was taught to search): unbounded states, one encoder pass per
-# tile, a decoder that reads every tile, trained at 6e-3 and stopped by the 5x5 validation mazes. Seed 0 solved
-# 93 % of 8x8 mazes with paths of 19 to 40 moves, and 22 % of 16x16 mazes with no loops (issue 26's figures).
-FIRST = MazeConfig(ways=0.0, wave=0.0, squash=0.0, window=False, extra_passes=0, lr=6e-3, steps=1100,
-                   eval_every=200, stop_at=0.998)
 
 
 # ----------------------------------------------------------------------------- the models
@@ -168,8 +91,9 @@ class MazeNet(MazeModel):
     over the tile itself and that neighbour. With `ways`, a way head reads every tile's way
     to the end from its state (with `wave`, training holds it after every pass to what the
     end's news could have told the tile); with `squash`, the states are bounded, and without
-    a given count the passes stop once the answer holds (see `encode`), each pass computing
-    only the tiles still moving (`pass_woken`); else one pass per tile.
+    a given count the passes stop once the answer holds (`encode_until_settled`), each pass
+    computing only the tiles still moving (`pass_woken`); else one pass per tile
+    (`encode_fixed`).
 
     Decoder: a token per move so far, the move alone; where the walker stands enters only
     through cross-attention, whose score to each tile gets a learned bias (per head) for the
@@ -225,45 +149,89 @@ class MazeNet(MazeModel):
 
     def encode(self, pixels: torch.Tensor, iterations: int | None = None,
                keep: bool = True, trace: bool = False) -> Memory:
+        """The memory of a batch of mazes, pixels (batch, R*TILE, C*TILE):
+        with bounded states (`squash`) and no count given, each maze passes
+        until its answer holds (`encode_until_settled`); else every maze
+        passes `iterations` times, or once per tile (`encode_fixed`). keep:
+        the patterns of every pass; trace: the states after every pass."""
+        if iterations is None and self.config.squash > 0:
+            return self.encode_until_settled(pixels, keep, trace)
+        return self.encode_fixed(pixels, iterations, keep, trace)
+
+    def encoder_inputs(self, pixels: torch.Tensor) -> tuple[
+            torch.Tensor, torch.Tensor, tuple[int, ...], torch.Tensor]:
+        """What every pass reads: each tile's token (batch, tiles, d) from
+        its one-hot pixels, the maze's connections (batch, R, C, 4), and
+        where each head may look (`neighbours`: the offsets, and the bias
+        (batch, head, tiles, 2) over the tile and that neighbour). A tile
+        reads two tokens, not every tile, so a pass costs as much per tile
+        in a 32x32 maze as in a 5x5."""
         tiles = tile_view(pixels)  # (batch, R, C, TILE, TILE)
-        b, rows, cols = tiles.shape[:3]
         one_hot = F.one_hot(tiles.long(), 4).flatten(3).float()
         tile = self.tile_embed(one_hot).flatten(1, 2)  # (batch, tiles, d)
-        # where each head may look: its neighbour's offset, and the bias
-        # (batch, head, tiles, 2) over (the tile, that neighbour). A tile reads
-        # two tokens, not every tile, so a pass costs as much per tile in a
-        # 32x32 maze as in a 5x5
         exits_ = connections(pixels)
         offsets, bias = self.neighbours(exits_)
-        x, patterns = torch.zeros_like(tile), []
+        return tile, exits_, offsets, bias
+
+    def encode_fixed(self, pixels: torch.Tensor, iterations: int | None = None,
+                     keep: bool = True, trace: bool = False) -> Memory:
+        """The encoder's block run `iterations` times on every tile of every
+        maze (default: once per tile, plus `extra_passes`), each pass carrying
+        the end's news one tile further along the corridors. Training takes
+        this path, with a count drawn per batch, and so does solving with
+        unbounded states (`squash` 0, as in FIRST): they never settle, so only
+        a count can stop them."""
+        tile, _, offsets, bias = self.encoder_inputs(pixels)
+        rows, cols = (s // TILE for s in pixels.shape[1:])
         squash = self.config.squash
-        # bounded states settle: without a count, a maze stops passing once a
-        # pass moves none of its state numbers by more than SETTLED or, with a
-        # way head, once no tile's way has changed for QUIET passes; only the
-        # mazes still moving pay for a pass (at most tiles + extra_passes). With
-        # a way head, a tile's state changes only while its neighbourhood moves
-        # (STILL): training never runs the hundreds of passes where, otherwise,
-        # settled and waiting states crept until some ways flipped
-        settle = iterations is None and squash > 0
-        live = torch.arange(b, device=x.device) if settle else slice(None)
-        ways = torch.full((b, rows * cols), -1, device=x.device)  # b, tiles
-        quiet = torch.zeros(b, dtype=torch.long, device=x.device)  # passes
-        search = settle and self.way_head is not None
-        if search:  # (batch, tiles): how far each tile moved in the last pass
+        n = iterations or rows * cols + self.config.extra_passes  # passes
+        x, patterns, states = torch.zeros_like(tile), [], []
+        for _ in range(n):
+            # every pass sees the tile afresh beside what it has learned so
+            # far ("recall"): many updates never dilute the tile's pixels
+            y, pattern = self.step(x + tile, bias, offsets)
+            x = y - tile  # (batch, tiles, d)
+            if squash:  # a waiting state stops at the bound
+                x = squash * torch.tanh(x / squash)
+            if keep:  # (batch, head, tiles, 2): the tile, its neighbour
+                patterns.append(pattern)
+            if trace:
+                states.append(x)
+        kept = torch.stack(patterns, 1) if keep else None
+        traced = self.ln_memory(torch.stack(states, 1)) if trace else None
+        passes = torch.full((len(pixels),), n, device=x.device)
+        return Memory(self.ln_memory(x), kept, start_tiles(pixels),
+                      (rows, cols), passes, traced)
+
+    def encode_until_settled(self, pixels: torch.Tensor, keep: bool = True,
+                             trace: bool = False) -> Memory:
+        """The encoder's block run on each maze until its answer holds:
+        once a pass moves none of its state numbers by more than SETTLED or,
+        with a way head, once no tile's way has changed for QUIET passes; at
+        most once per tile plus `extra_passes`. Only the mazes still moving
+        pay for a pass. With a way head, a tile's state changes only while
+        it or a neighbour it connects to moved by more than STILL in the
+        pass before, and (unless the patterns are kept) only those tiles
+        are computed (`pass_woken`): over the hundreds of passes a big maze
+        needs, settled and waiting states would otherwise creep until some
+        ways flipped. Solving takes this path (bounded states, `squash`)."""
+        tile, exits_, offsets, bias = self.encoder_inputs(pixels)
+        b, rows, cols = len(pixels), *(s // TILE for s in pixels.shape[1:])
+        x, patterns, states = torch.zeros_like(tile), [], []
+        squash, search = self.config.squash, self.way_head is not None
+        live = torch.arange(b, device=x.device)  # the mazes still passing
+        passes = torch.zeros(b, dtype=torch.long, device=x.device)
+        if search:
+            ways = torch.full((b, rows * cols), -1, device=x.device)
+            quiet = torch.zeros(b, dtype=torch.long, device=x.device)
+            # (batch, tiles): how far each tile moved in the last pass
             moved = torch.full((b, rows * cols), math.inf, device=x.device)
             # (4, tiles): each tile's neighbour along each direction, and
             # (batch, 4, tiles): whether the two connect
             beside, border = self.borders(exits_)
             direction = [h % 4 for h in range(self.config.n_heads)]
-        passes = torch.zeros(b, dtype=torch.long, device=x.device)  # per maze
-        states = []  # with trace: (batch, tiles, d) after each pass
-        for _ in range(iterations or rows * cols + self.config.extra_passes):
-            # every iteration sees the tile afresh beside what it has learned
-            # so far ("recall"): many updates never dilute the tile's pixels
-            x_live = x[live]  # (live, tiles, d)
-            # training reads `tile` itself: through a view, the gradients of
-            # its two uses would add up in another order, and change training
-            tile_live = tile[live] if settle else tile
+        for _ in range(rows * cols + self.config.extra_passes):
+            x_live, tile_live = x[live], tile[live]  # (live, tiles, d)
             if search:  # a tile moves if it or a neighbour moved last pass
                 before = moved[live] > STILL  # (live, tiles)
                 woken = before | (border[live] & before[:, beside]).any(1)
@@ -274,26 +242,18 @@ class MazeNet(MazeModel):
                 y, pattern = self.step(x_live + tile_live, bias[live], offsets)
             y = y - tile_live  # (live, tiles, d)
             passes[live] += 1
-            if squash:  # a waiting state stops at the bound
-                y = squash * torch.tanh(y / squash)
+            y = squash * torch.tanh(y / squash)  # a waiting state stops there
             if search:
                 y = torch.where(woken[..., None], y, x_live)
                 moved[live] = (y - x_live).abs().amax(-1)
-            if keep:  # (live, head, tiles, 2): the tile, its neighbour
-                if settle:  # a settled maze's pattern is zeros: no pass ran
-                    pattern = pattern.new_zeros(b, *pattern.shape[1:]) \
-                        .index_copy(0, live, pattern)
-                patterns.append(pattern)
-            if not settle:
-                x = y  # (batch, tiles, d)
-                if trace:
-                    states.append(x)
-                continue
+            if keep:  # a settled maze's pattern is zeros: no pass ran
+                patterns.append(pattern.new_zeros(b, *pattern.shape[1:])
+                                .index_copy(0, live, pattern))
             x = x.index_copy(0, live, y)
             if trace:  # a maze that stopped stays as it was
                 states.append(x)
             still = (y - x_live).abs().flatten(1).amax(1) <= SETTLED  # (live,)
-            if self.way_head is not None:  # each tile's way to the end, so far
+            if search:  # each tile's way to the end, so far
                 way = self.way_head(self.ln_memory(y)).argmax(-1)  # live, tiles
                 quiet[live] = (quiet[live] + 1) * (way == ways[live]).all(1)
                 ways[live] = way
@@ -302,10 +262,9 @@ class MazeNet(MazeModel):
             if not len(live):
                 break
         kept = torch.stack(patterns, 1) if keep else None
-        start = start_tiles(pixels)
         traced = self.ln_memory(torch.stack(states, 1)) if trace else None
-        return Memory(self.ln_memory(x), kept, start, (rows, cols), passes,
-                      traced)
+        return Memory(self.ln_memory(x), kept, start_tiles(pixels),
+                      (rows, cols), passes, traced)
 
     def pass_woken(self, h: torch.Tensor, bias: torch.Tensor, woken: torch.Tensor,
                    beside: torch.Tensor) -> torch.Tensor:
@@ -375,13 +334,6 @@ class MazeNet(MazeModel):
         return logits + F.log_softmax(self.way_head(states), -1)[..., :N_MOVES]
 
 
-def build_model(config: MazeConfig) -> MazeModel:
-    """The model a config describes."""
-    from toylib.maze.post import PostMazeNet  # here, not at the top: post.py builds on MazeModel
-
-    return (PostMazeNet if config.model == "post" else MazeNet)(config)
-
-
 # ----------------------------------------------------------------------------- loss
 
 
@@ -449,69 +401,3 @@ def _real_columns_on_cpu(tokens: torch.Tensor) -> torch.Tensor:
     if tokens.device.type != "cpu":
         return tokens
     return tokens[:, : int((tokens != PAD).sum(1).max())]
-
-
-# ----------------------------------------------------------------------------- training
-
-
-def _passes_on_cpu(batch: tuple[torch.Tensor, torch.Tensor], config: MazeConfig, tiles: int,
-                   gen: torch.Generator) -> tuple[int, tuple[torch.Tensor, torch.Tensor] | None]:
-    """How many passes the looped encoder runs on a training batch (as the loader gives it, on
-    the CPU), drawn with `gen`, and with `config.ways` the batch's `ways_to_end`, which that
-    count needs and the loss reuses (None without). From the longest solution's moves, or with
-    ways one past the farthest tile the end reaches (every tile is judged, so it must hear of
-    the end first), up to extra_passes past the tiles (capped past the farthest tile instead,
-    see Results, it failed)."""
-    pixels, tokens = batch
-    longest = int((tokens != PAD).sum(1).max()) - 2  # moves in the batch's longest solution
-    ways = None
-    if config.ways:
-        ways = ways_to_end(pixels)
-        distance = ways[1]  # (batch, tiles)
-        longest = int(distance[distance < math.inf].max()) + 1
-    return int(torch.randint(longest, tiles + config.extra_passes + 1, (), generator=gen)), ways
-
-
-def train(config: MazeConfig, data: dict[str, MazeSet] | None = None, device: torch.device | str | None = None,
-          callback: Callback | None = None, progress: bool = True) -> tuple[MazeModel, History]:
-    """Build a model from `config` and train it on `data["train"]` (default: the config's
-    splits, `for_config(config)`), validating on `data["val"]` every
-    `eval_every` steps by solving every validation maze greedily. Training stops once
-    `stop_at` of them are solved by a shortest path; if that never happens, the best
-    validated weights are restored. The test split is never looked at.
-
-    The looped encoder runs a random number of iterations per batch, from the longest path
-    in the batch (fewer could not carry the end's news to the start) to the number of tiles
-    (what solving uses), plus `extra_passes`: so that a settled answer stays settled, however
-    long it runs on. With `ways`, every tile is judged, so the count starts one past the
-    farthest tile that can reach the end."""
-    data = data if data is not None else for_config(config)
-    seed_everything(config.seed)
-    device = device or pick_device()
-    model = build_model(config).to(device)
-    gen = torch.Generator().manual_seed(config.seed)
-    mazes = data["train"]
-    pixels, tokens = torch.from_numpy(mazes.mazes), solution_tensor(mazes.solutions)
-    rows, cols = (s // TILE for s in mazes.mazes.shape[1:])
-
-    def loss_fn(m, batch):
-        if config.model != "looped":
-            return maze_loss(m, batch)
-        return maze_loss(m, batch, *_passes_on_cpu(batch, config, rows * cols, gen))
-
-    from toylib.maze.measure import score  # here, not at the top: measure.py builds on net.py
-
-    def evaluate(m):
-        s = score(m, data["val"])
-        # one number to keep the best weights by: mazes not solved by a shortest path, then the token accuracy
-        shortfall = (1 - s.shortest) + (1 - s.solved) + 0.01 * (1 - s.token_accuracy)
-        return {"val_solved": s.solved, "val_shortest": s.shortest, "val_token_acc": s.token_accuracy,
-                "val_shortfall": shortfall}
-
-    def at_target(r):
-        return config.stop_at is not None and r["val_shortest"] >= config.stop_at
-
-    history = fit(model, minibatches(pixels, tokens, batch_size=config.batch_size, generator=gen), loss_fn,
-                  config.train_options(), eval_fn=evaluate, callback=stop_when(at_target, callback), device=device,
-                  progress=progress)
-    return model, history

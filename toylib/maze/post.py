@@ -1,5 +1,5 @@
-"""The post's model, `PostMazeNet` (an encoder-decoder fed raw numbers, or embedded), and its
-recipe, `POST`."""
+"""The post's model, `PostMazeNet` (an encoder-decoder fed raw numbers, or embedded); its recipe,
+`POST`, is in `config.py`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from toylib.attention import EncoderDecoder
+from toylib.maze.config import MazeConfig
 from toylib.maze.dataset import N_MOVES, start_tiles, tile_grid, tile_view, walk_tiles
-from toylib.maze.net import MazeConfig, MazeModel, Memory
+from toylib.maze.net import MazeModel, Memory
 from toylib.maze.world import TILE
 
 
@@ -89,15 +90,3 @@ class PostMazeNet(MazeModel):
         x, self_patterns, cross_patterns = self.transformer.decode(self.move_tokens(moves, memory), memory.states)
         return self.unembed(x), self_patterns, cross_patterns
 
-
-# The post's model and recipe: d=32, 8 heads, 4 encoder and 10 decoder layers with
-# feed-forward layers 512 wide (570,502 parameters), raw numbers in, padding trained as STOP,
-# Adam at 1e-4 in batches of 1,024. A step takes 3 to 5.5 s on one CPU thread, so 8 steps
-# train it for about a quarter of the time the chapter's model trains (16 steps, half of it, cost
-# the book half a minute more on 2 cores and showed the same: no maze solved, the same token
-# accuracy on validation after 8 steps and after 16); the post trained 2,000 epochs of 10 steps,
-# about 45 hours.
-POST = MazeConfig(model="post", d_model=32, n_heads=8, d_mlp=512, n_encoder_layers=4, n_decoder_layers=10,
-                  ways=0.0, wave=0.0, squash=0.0, window=False, extra_passes=0,  # the looped model's search: none here
-                  pad_as_stop=True, lr=1e-4, grad_clip=None, batch_size=1024, warmup=0, schedule="constant",
-                  steps=8, eval_every=8, stop_at=None)

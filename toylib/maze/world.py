@@ -254,7 +254,7 @@ class Check:
         return self.solved and self.length == self.shortest
 
 
-def _walk(state: MazeState, moves: list[int]) -> tuple[list[tuple[int, int]], int | None, bool]:
+def follow_moves(state: MazeState, moves: list[int]) -> tuple[list[tuple[int, int]], int | None, bool]:
     """Follow `moves` from `state`: (tiles stood on, index of the first invalid move, whether a
     STOP ended the walk). START is allowed only as the first move; nothing is allowed after STOP."""
     tiles = [state.tile]
@@ -275,7 +275,7 @@ def check_solution(maze, moves) -> Check:
     arms, START only first, nothing after STOP), does the walk reach the end and STOP there,
     and how long is it next to a shortest path. A leading START is optional."""
     state = MazeState.start_of(maze)
-    tiles, first_invalid, stopped = _walk(state, check_moves(moves))
+    tiles, first_invalid, stopped = follow_moves(state, check_moves(moves))
     path = bfs(state)
     return Check(
         first_invalid=first_invalid,
@@ -304,7 +304,8 @@ def grid_shape(size: int | tuple[int, int]) -> tuple[int, int]:
     return int(shape[0]), int(shape[1])
 
 
-def _check_lengths(path_lengths: tuple[int, int]) -> tuple[int, int]:
+def check_lengths(path_lengths: tuple[int, int]) -> tuple[int, int]:
+    """A range of walk lengths (shortest, longest), checked (1 <= shortest <= longest), as ints."""
     lo, hi = path_lengths
     if not 1 <= lo <= hi:
         raise ValueError(f"path_lengths is a range (shortest, longest) of walk lengths, 1 <= shortest <= longest; "
@@ -351,7 +352,7 @@ def random_maze(
     corridor without side branches, and following it would need no search.
     """
     shape = grid_shape(size)
-    lo, hi = _check_lengths(path_lengths)
+    lo, hi = check_lengths(path_lengths)
     if not 0.0 <= p_arm <= 1.0:
         raise ValueError(f"p_arm is a probability, got {p_arm}")
     start, walk = random_walk(rng, shape, int(rng.integers(lo, hi + 1)))
@@ -407,7 +408,7 @@ def draw_maze(ax: Axes, maze, moves: Sequence[int] | None = None) -> Axes:
     if moves is None:
         return ax
     moves = check_moves(moves)
-    tiles, first_invalid, _ = _walk(state, moves)
+    tiles, first_invalid, _ = follow_moves(state, moves)
     rows, cols = (np.array(x) * TILE + CENTRE for x in zip(*tiles))
     # translucent, so that the start and end marks show through
     ax.plot(cols, rows, color="#ff7f0e", lw=2, alpha=0.7, marker="o", ms=3, solid_capstyle="round")

@@ -30,22 +30,24 @@ drown the source. Trained on lengths 2-16 (`train_mixed`), it is exact at 64, 12
 
 The chapter's rooms, in the reader's order (each imports only from those above it):
 
-- ``world.py``      the tasks: `check_task`, the ground truth `make_targets`, and where each
-                    output reads from (`source_positions`); no torch
+- ``world.py``      the tasks: `check_task`, `check_sequences`, the ground truth `make_targets`,
+                    and where each output reads from (`source_positions`); no torch
+- ``config.py``     `SeqConfig`, and its named changes: the ablations (`ABLATIONS`), the
+                    relative-position model (`RELATIVE`) and its variants (`RELATIVE_VARIANTS`)
 - ``dataset.py``    the held-out split by a stable hash (`sequence_hash`, `split_of`,
                     `in_split`), the samplers (`sample_sequences`, `draw_sequences`,
                     `held_out`) and a config's data (`for_config`, `SeqData`)
-- ``net.py``        `SeqConfig`, `embed`, `RelativeBias`, `SeqTransformer`, `sequence_loss`,
-                    `train` and its stopping rule `at_stop_rule`
+- ``net.py``        `embed`, `RelativeBias`, `SeqTransformer` and the loss `sequence_loss`
 - ``numpy_net.py``  the same model in NumPy with a hand-written backward pass and Adam
                     (`NumpyTransformer`), checked by `gradient_check`
 - ``measure.py``    a model run and judged (`run_model`, `predict`, `exact_match`,
                     `attention_on_source`, `filter_attention`, `evaluate`, `evaluate_on`),
-                    the NumPy training loop `train_numpy` (it validates with those), the suite
-                    (`train_suite`, `Run`), the ablations (`ABLATIONS`, `run_ablations`), the
-                    longer-sequence runs (`RELATIVE`, `train_mixed`, `length_table`), the
-                    chapter's targets (`suite_targets`, `claim_targets`, `length_targets`,
-                    `measure`), `benchmark`, and the command line (`CHAPTER`, `main`)
+                    the exact match at other lengths (`length_table`), and the chapter's
+                    targets (`suite_targets`, `claim_targets`, `length_targets`, `measure`)
+- ``training.py``   `train` and its stopping rule `at_stop_rule`, the NumPy training loop
+                    `train_numpy`, the suite (`train_suite`, judged into `measure.Run`s), the
+                    ablations (`run_ablations`), the mixed-length runs (`train_mixed`),
+                    `benchmark`, and the command line (`CHAPTER`, `main`)
 - ``look.py``       what Q, K and V read (`weight_splits`, `plot_weight_splits`) and one
                     sequence drawn as the post draws it (`plot_example`)
 - ``__main__.py``   python -m toylib.sequences

@@ -1,2 +1,2 @@
-from toylib.sequences.measure import main
+from toylib.sequences.training import main
 main()

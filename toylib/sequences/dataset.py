@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from toylib.draws import stream
+from toylib.sequences.config import SeqConfig
 from toylib.sequences.world import check_task, make_targets
-
-if TYPE_CHECKING:  # the config lives with the model, which imports this room
-    from toylib.sequences.net import SeqConfig
 
 SPLIT_MOD = 10  # a sequence is test if its hash % 10 == 0, validation if == 1, else training
 SPLITS = {"test": 0, "val": 1}

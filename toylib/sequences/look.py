@@ -11,7 +11,7 @@ import numpy as np
 from toylib.plot import LABEL_PT, TITLE_PT, finish_attention_figure
 from toylib.sequences.measure import predict, run_model
 from toylib.sequences.numpy_net import NumpyTransformer
-from toylib.sequences.world import _check_sequences, make_targets
+from toylib.sequences.world import check_sequences, make_targets
 
 
 # ----------------------------------------------------------------------------- what the projections read
@@ -41,7 +41,7 @@ def weight_splits(model, layer: int = 0) -> dict[str, dict[str, np.ndarray]]:
 def _example_rows(model, x) -> dict[str, np.ndarray]:
     """{"input", "target", "output"}: one sequence (pos,) and what the model makes of it."""
     c = model.config
-    x = _check_sequences(np.asarray(x).reshape(1, -1), c.vocab)
+    x = check_sequences(np.asarray(x).reshape(1, -1), c.vocab)
     return {"input": x[0], "target": make_targets(c.task, x, c.threshold)[0], "output": predict(model, x)[0]}
 
 

@@ -1,30 +1,23 @@
 """Judging the sequences chapter's models: running either model (`run_model`), exact match and
-where the attention lands, on held-out sequences; the NumPy model's training loop (here
-because it validates with those); the suite of trained models, the ablations and the
-longer-sequence runs; the chapter's targets (`measure` for one model), `benchmark` (the whole
-suite, for benchmarks/run.py) and the command line."""
+where the attention lands, on held-out sequences (`evaluate`); the chapter's targets (the suite's,
+the post's claims, the lengths far past training) and `measure`, the targets of one model. Nothing
+here trains: training.py does."""
 
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
 
-from toylib import cli
-from toylib.draws import stream
 from toylib.infer import infer
-from toylib.sequences.dataset import N_TEST, TEST_SEED, SeqData, for_config, held_out
-from toylib.sequences.net import QUERIES, SeqConfig, SeqTransformer, at_stop_rule, train
+from toylib.sequences.config import ABLATIONS, ABLATIONS_OURS, NO_POSITIONS, SeqConfig
+from toylib.sequences.dataset import N_TEST, TEST_SEED, SeqData, held_out
 from toylib.sequences.numpy_net import NumpyTransformer
-from toylib.sequences.world import TASKS, _check_sequences, source_positions
+from toylib.sequences.world import TASKS, check_sequences, source_positions
 from toylib.targets import Target, pct, time_target
-from toylib.train import History, stop_when
+from toylib.train import History
 
 
 # ----------------------------------------------------------------------------- judging a model
@@ -33,7 +26,7 @@ from toylib.train import History, stop_when
 def run_model(model, x, batch_size: int = 2048) -> tuple[np.ndarray, np.ndarray]:
     """(logits (n, pos, vocab), patterns (n, layer, head, query, key)) as NumPy arrays, for
     a SeqTransformer or a NumpyTransformer."""
-    x = _check_sequences(x, model.config.vocab)
+    x = check_sequences(x, model.config.vocab)
     if isinstance(model, NumpyTransformer):
         logits, patterns, _ = model.forward(x)
         return logits, patterns
@@ -58,7 +51,7 @@ def attention_on_source(
     symbol as the source counts too: what attention by content (matching symbols) achieves.
     Pass `patterns` to reuse a forward pass of `x`."""
     task = task or model.config.task
-    x = _check_sequences(x)
+    x = check_sequences(x)
     if patterns is None:
         patterns = run_model(model, x)[1]
     src = source_positions(task, patterns.shape[-1])  # (pos,)
@@ -73,7 +66,7 @@ def filter_attention(model, x, layer: int = 0, head: int = 0) -> dict[str, float
     blanked to 0: the share whose strongest attention is on their own position; for kept
     positions, the share whose strongest attention holds their own value; for blanked ones,
     the share whose strongest attention lands on some position whose value is also blanked."""
-    x = _check_sequences(x, model.config.vocab)
+    x = check_sequences(x, model.config.vocab)
     top = run_model(model, x)[1][:, layer, head].argmax(-1)  # (n, query)
     removed = x > model.config.threshold  # (n, pos)
     on_self = top == np.arange(x.shape[1])  # (n, query)
@@ -105,72 +98,6 @@ def evaluate_on(model, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
     return out
 
 
-# ----------------------------------------------------------------------------- NumPy, training
-
-
-NumpyCallback = Callable[[int, NumpyTransformer, History], "bool | None"]
-
-
-def train_numpy(
-    config: SeqConfig = SeqConfig(),
-    data: SeqData | None = None,
-    device: torch.device | str | None = None,
-    callback: NumpyCallback | None = None,
-    progress: bool = True,
-) -> tuple[NumpyTransformer, History]:
-    """Train a NumpyTransformer with Adam on the fresh batches of `data`
-    (by default `for_config(config)`): the NumPy twin of `net.train`, with
-    the same data, validation and stopping rule, and a History of the same
-    records. NumPy computes on the CPU whatever `device` says."""
-    if config.optimizer != "adamw":
-        raise ValueError("train_numpy uses Adam; set optimizer='adamw'")
-    data = for_config(config) if data is None else data
-    if data.config != config:
-        raise ValueError(f"the data was built for another config: "
-                         f"{data.config}, not {config}")
-    rng = stream(config.seed, "init")
-    model = NumpyTransformer(config, rng)
-    at_target = stop_when(lambda r: at_stop_rule(config, r), callback)
-    batches = data.batches()
-    history, running, n_running, seconds = History(), 0.0, 0, 0.0
-    bar = tqdm(total=config.steps, disable=not progress, mininterval=0.5,
-               leave=True)
-    for step in range(1, config.steps + 1):
-        x, y = next(batches)
-        t0 = time.perf_counter()
-        _, _, cache = model.forward(x)
-        loss, grads = model.backward(cache, y)
-        model.adam_step(grads, config.lr)
-        seconds += time.perf_counter() - t0
-        running, n_running = running + loss, n_running + 1
-        bar.update(1)
-        if step % config.eval_every and step != config.steps:
-            continue
-        record = {"step": step, "seconds": seconds, "lr": config.lr,
-                  "loss": running / n_running,
-                  **_validate_numpy(model, data.val)}
-        history.records.append(record)
-        history.seconds, history.steps = seconds, step
-        running, n_running = 0.0, 0
-        if at_target(step, model, history):
-            history.stop_reason = "callback"
-            break
-    bar.close()
-    return model, history
-
-
-def _validate_numpy(model: NumpyTransformer, val) -> dict[str, float]:
-    """net.train's validation, for the NumPy model: the means over the validation sets."""
-    exact, loss, on_src = 0.0, 0.0, 0.0
-    for x, y in val:
-        logits, patterns, _ = model.forward(x)
-        exact += exact_match(logits.argmax(-1), y) / len(val)
-        ce = F.cross_entropy(torch.from_numpy(logits).flatten(0, 1), torch.from_numpy(y).flatten())
-        loss += ce.item() / len(val)
-        on_src += attention_on_source(model, x, patterns=patterns) / len(val)
-    return {"val_exact": exact, "val_loss": loss, "val_attention_on_source": on_src}
-
-
 # ----------------------------------------------------------------------------- the chapter's targets
 
 
@@ -184,21 +111,6 @@ class Run:
 
 
 TIME_BUDGET_S = {"torch": 60.0, "numpy": 90.0}  # the chapter's targets: training seconds per task
-
-
-def train_suite(
-    seed: int = 0, lengths: Iterable[int] = (8, 16), tasks: Iterable[str] = TASKS, numpy: bool = False,
-    n_test: int = 10_000, device: torch.device | str | None = None, **changes,
-) -> dict[tuple[str, int], Run]:
-    """Train the default model (NumPy's with numpy=True; with `changes` to its config) on every
-    task and length, and judge each on `n_test` held-out sequences: {(task, length): Run}."""
-    runs = {}
-    for length in lengths:
-        for task in tasks:
-            cfg = SeqConfig(task=task, length=length, seed=seed, **changes)
-            model, history = (train_numpy if numpy else train)(cfg, device=device, progress=False)
-            runs[task, length] = Run(model, history, evaluate(model, n_test))
-    return runs
 
 
 def exact_target(what: str, run_or_result: Run | dict[str, float]) -> Target:
@@ -262,58 +174,12 @@ def claim_targets(
     ]
 
 
-# One change at a time to the chapter's model or its training (the chapter's ablation table).
-ABLATIONS_OURS = "this chapter (queries from position)"
-NO_POSITIONS = "no position encoding (the post's queries)"
-ABLATIONS: dict[str, dict] = {
-    ABLATIONS_OURS: {},
-    "the post (queries from content + position)": {"queries": "input"},
-    # (with queries from the position only, no position encoding leaves every query zero:
-    # attention is uniform by construction, so that row would teach nothing)
-    NO_POSITIONS: {"positions": False, "queries": "input"},
-    "plain SGD, lr 0.1": {"optimizer": "sgd", "lr": 0.1},
-    "residual + LayerNorm + MLP (the post's queries)": {"residual": True, "queries": "input"},
-}
-
-
-def run_ablations(
-    steps: int = 1500, length: int = 8, n_test: int = 10_000, device: torch.device | str | None = None,
-) -> dict[tuple[str, str], Run]:
-    """Train every task under every change of ABLATIONS with the same budget of `steps`:
-    {(variant, task): Run}. A run met the validation target if it stopped by the callback."""
-    return {(name, task): run for name, change in ABLATIONS.items()
-            for (task, _), run in train_suite(lengths=(length,), n_test=n_test, device=device, steps=steps,
-                                              **change).items()}
-
-
 # ----------------------------------------------------------------------------- longer sequences than in training
 
 TRAIN_LENGTHS = tuple(range(2, 17))  # mixed-length training: each batch draws one of these
 TEST_LENGTHS = (8, 16, 17, 20, 32, 64, 128, 256)  # the chapter's length table
 LONG_LENGTHS = (64, 128, 256)  # the targets: >= LONG_GOAL exact at these, 4, 8 and 16 times 16
 LONG_GOAL = 0.99
-# The relative-position model, as a change to SeqConfig: lr 0.02 meets the stopping rule in
-# 100-250 steps (0.01: 600-800); 500 steps is the budget of it and of its variants below.
-RELATIVE: dict = {"scheme": "relative", "lr": 2e-2, "steps": 500}
-# One change at a time to RELATIVE, on the tasks where it shows: (changes, tasks).
-RELATIVE_VARIANTS: dict[str, tuple[dict, tuple[str, ...]]] = {
-    "no end bias (from_end=False)": ({"from_end": False}, ("reverse", "rotate")),
-    "window +-16 (max_offset=16)": ({"max_offset": 16}, ("rotate",)),
-    "no length scaling (log_scale=False)": ({"log_scale": False}, ("copy", "rotate")),
-    "bias in units of 1 (bias_scale=1)": ({"bias_scale": 1.0}, ("copy", "filter")),
-}
-
-
-def train_mixed(
-    seed: int = 0, tasks: Iterable[str] = TASKS, lengths: Iterable[int] = TRAIN_LENGTHS,
-    device: torch.device | str | None = None, **changes,
-) -> dict[str, tuple[SeqTransformer, History]]:
-    """Train one model per task on batches of mixed `lengths` (`for_config(config, lengths)`),
-    the default config with `changes` (RELATIVE for relative positions): {task: (model, history)}."""
-    lengths = tuple(lengths)
-    configs = {task: SeqConfig(task=task, length=max(lengths), seed=seed, **changes) for task in tasks}
-    return {task: train(config, for_config(config, lengths), device=device, progress=False)
-            for task, config in configs.items()}
 
 
 def length_table(
@@ -349,28 +215,7 @@ def length_targets(
             for task, by_length in table.items() for length in lengths]
 
 
-def benchmark(seed: int, device: torch.device | str | None = None, **changes) -> tuple[list[Target], float]:
-    """benchmarks/run.py: the chapter's trained models for one seed, and their targets: the
-    suite (`suite_targets`), and the relative models trained on lengths 2-16 judged at
-    LONG_LENGTHS, up to 256 (`length_targets`), every config with `changes` (e.g. steps=60).
-    Returns (targets, seconds of training summed over the runs)."""
-    fields = {f.name for f in dataclasses.fields(SeqConfig)}
-    unknown = sorted(set(changes) - fields)
-    if unknown:
-        raise ValueError(f"SeqConfig has no field {', '.join(unknown)}; its fields: {', '.join(sorted(fields))}")
-    fixed = sorted({"task", "length"} & set(changes))
-    if fixed:
-        raise ValueError(f"the suite sets {', '.join(fixed)} itself: it trains every task at its lengths")
-    torch_runs = train_suite(seed, device=device, **changes)
-    numpy_runs = train_suite(seed, tasks=("copy", "reverse"), numpy=True, **changes)
-    relative = train_mixed(seed, device=device, **{**RELATIVE, **changes})
-    table = length_table({task: model for task, (model, _) in relative.items()}, LONG_LENGTHS)
-    seconds = sum(r.history.seconds for r in (*torch_runs.values(), *numpy_runs.values()))
-    seconds += sum(history.seconds for _, history in relative.values())
-    return suite_targets(torch_runs, numpy_runs) + length_targets(table), seconds
-
-
-# ----------------------------------------------------------------------------- command line
+# ----------------------------------------------------------------------------- one model's targets (the command line's)
 
 
 def measure(model: nn.Module, config: SeqConfig, data: SeqData, train_seconds: float,
@@ -389,19 +234,3 @@ def measure(model: nn.Module, config: SeqConfig, data: SeqData, train_seconds: f
         time_target(train_seconds, TIME_BUDGET_S["torch"]),
     ]
     return rows if details else [t for t in rows if t.met is not None]
-
-
-CHAPTER = cli.Chapter(
-    "sequences", "One attention layer learns copy, reverse, rotate or filter.",
-    SeqConfig, SeqTransformer, for_config, train, measure,
-    options=(
-        cli.Option(("-t", "--task"), "task", "the task", choices=TASKS),
-        cli.Option(("-S", "--length"), "length", "sequence length"),
-        cli.Option("--steps", "steps", "most training steps"),
-        cli.Option("--queries", "queries", "queries from the position only, or from the whole input as in the post",
-                   choices=QUERIES),
-    ),
-    benchmark=benchmark,
-)
-
-main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script

@@ -1,8 +1,8 @@
 """The sequences chapter's model in NumPy: `NumpyTransformer` is the default SeqTransformer
 (one layer, one head, no residual) with its backward pass written out by hand and an Adam
 optimiser, and `gradient_check` checks that backward pass against finite differences and
-against PyTorch's autograd. Its training loop, `train_numpy`, is in measure.py, beside the
-judging functions its validation uses."""
+against PyTorch's autograd. Its training loop, `train_numpy`, is in training.py, beside
+`train`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import math
 import numpy as np
 import torch
 
+from toylib.sequences.config import SeqConfig
 from toylib.sequences.dataset import sample_sequences
-from toylib.sequences.net import SeqConfig, SeqTransformer, embed, sequence_loss
-from toylib.sequences.world import _check_sequences, make_targets
+from toylib.sequences.net import SeqTransformer, embed, sequence_loss
+from toylib.sequences.world import check_sequences, make_targets
 
 
 # ----------------------------------------------------------------------------- NumPy, by hand
@@ -58,7 +59,7 @@ class NumpyTransformer:
 
     def forward(self, x) -> tuple[np.ndarray, np.ndarray, dict]:
         P = self.params
-        x = _check_sequences(x, self.config.vocab)
+        x = check_sequences(x, self.config.vocab)
         e = self.embed(x)  # (B, n, d)
         e_q = e.copy()
         if self.config.queries == "position":

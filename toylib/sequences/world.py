@@ -33,7 +33,9 @@ def check_task(task: str, length: int, vocab: int, threshold: int) -> None:
         )
 
 
-def _check_sequences(x, vocab: int | None = None) -> np.ndarray:
+def check_sequences(x, vocab: int | None = None) -> np.ndarray:
+    """`x` as an int64 array (n, length) of inputs, or a ValueError saying what is wrong with
+    it: not 2-D integers, a symbol below 1 (inputs hold content only), or one outside `vocab`."""
     x = np.asarray(x)
     if x.ndim != 2 or not np.issubdtype(x.dtype, np.integer):
         raise ValueError(f"sequences must be a 2-D integer array (n, length), got {x.dtype} of shape {x.shape}")
@@ -52,7 +54,7 @@ def make_targets(task: str, x, threshold: int = 5) -> np.ndarray:
     [b c d a]); filter: x with every value above `threshold` replaced by the
     empty symbol 0.
     """
-    x = _check_sequences(x)
+    x = check_sequences(x)
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; the tasks are {TASKS}")
     if task == "filter":

@@ -34,18 +34,19 @@ The chapter's rooms, in the reader's order:
                 (`symmetric`), the post's generator, the book's second (`walked_board`),
                 and `render_rgb`; no torch
 - `env.py`      `SokobanEnv`, the board as a Gymnasium environment
-- `dataset.py`  training entries (`make_entry`, `start_entry`, the nsteps classes),
+- `config.py`   `SokobanConfig`, the policy and how to train it
+- `dataset.py`  training entries (`make_entry`, `start_entry`, `replay`, the nsteps classes),
                 `SokobanSet`, `augment`, `draw_boards`, `for_config`, `start_keys`, and
                 `other_boards` (the second generator's, for judging only)
-- `net.py`      `SokobanConfig`, `walkable` (the player's region, a sixth plane),
-                `BoardEncoder`, `SokobanPolicy`, `sokoban_loss` (and `loss_from_logits`),
-                `start_loss` and `loss_with_starts`, the teacher-forced `accuracies`,
-                `train` and `train_side_by_side`
+- `net.py`      `walkable` (the player's region, a sixth plane), `BoardEncoder`,
+                `SokobanPolicy`, `to_batch` (entries as tensors), `sokoban_loss` (and
+                `loss_from_logits`), `start_loss` and `loss_with_starts`
 - `measure.py`  solving with the policy (`Walks`, `solve_greedy`, `solve_beam`; `Frontier`
-                and `solve_beams` for many boards at once), `Solves`,
-                the post's table (`POST_TABLE`), `sokoban_targets`, `other_scores` (the
-                second generator's boards), `measure` and the command
-                line (`CHAPTER`, `main`)
+                and `solve_beams` for many boards at once), the teacher-forced `accuracies`,
+                `Solves`, the post's table (`POST_TABLE`), `sokoban_targets`, `other_scores`
+                (the second generator's boards) and `measure`
+- `training.py` `train`, `train_side_by_side` (two policies at once, in two processes) and the
+                command line (`CHAPTER`, `main`)
 - `look.py`     looking inside: `solve_frames`, `animate_solve`, `nsteps_along`,
                 `first_deadlock`, `draw_nsteps`, and `live_board`, levels to play in the browser (`live.js`)
 

@@ -1,2 +1,2 @@
-from toylib.sokoban.measure import main
+from toylib.sokoban.training import main
 main()

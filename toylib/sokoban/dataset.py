@@ -9,12 +9,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from toylib.draws import budget, distinct, stream
 from toylib.grids import N_SYMMETRIES, square_map, turn
+from toylib.sokoban.config import SokobanConfig
 from toylib.sokoban.world import (
     ACTION_NAMES,
     MOVES,
@@ -31,9 +31,6 @@ from toylib.sokoban.world import (
     random_board,
     walked_board,
 )
-
-if TYPE_CHECKING:
-    from toylib.sokoban.net import SokobanConfig
 
 # ----------------------------------------------------------------------------- training entries
 
@@ -90,7 +87,7 @@ def make_entry(board: Board, table: dict[tuple[int, int], int] | None = None,
         if options and rng.random() < p_detour:
             bad = options[int(rng.integers(len(options)))]
             actions[bad[0] : bad[0]] = [bad[1], UNDO]
-    return _replay(board, actions, table, bad[0] if bad else None)
+    return replay(board, actions, table, bad[0] if bad else None)
 
 
 def start_entry(board: Board, table: dict[tuple[int, int], int] | None = None) -> Entry:
@@ -112,7 +109,7 @@ def _values(play: Play, table: dict[tuple[int, int], int]) -> list[float]:
     return values
 
 
-def _replay(board: Board, actions: list[int], table: dict[tuple[int, int], int], masked: int | None) -> Entry:
+def replay(board: Board, actions: list[int], table: dict[tuple[int, int], int], masked: int | None) -> Entry:
     """Play `actions` from `board` (a `Play`, so that UNDO goes back through the history), and
     label each board with the nsteps class of its value (`_values`) and the actions that lead
     one move nearer the goal, UNDO among them when the board it returns to is nearer."""
@@ -123,7 +120,7 @@ def _replay(board: Board, actions: list[int], table: dict[tuple[int, int], int],
         here, value = play.board, values[-1]
         boards.append(here)
         nsteps.append(nsteps_class(value))
-        best = [m for m in MOVES if (after := here._after(m)) is not None and table.get(after) == value - 1]
+        best = [m for m in MOVES if (after := here.after(m)) is not None and table.get(after) == value - 1]
         if len(values) > 1 and values[-2] == value - 1:
             best.append(UNDO)
         optimal.append(tuple(best))

@@ -19,7 +19,7 @@ from toylib.decode import greedy_decode
 from toylib.infer import evaluating
 from toylib.live import Live, weights
 from toylib.plot import DPI, LABEL_PT, TITLE_PT, animate
-from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, _replay, nsteps_class
+from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, nsteps_class, replay
 from toylib.sokoban.measure import START, Walks
 from toylib.sokoban.net import SokobanPolicy
 from toylib.sokoban.world import (
@@ -279,7 +279,7 @@ def nsteps_along(model: SokobanPolicy, board: Board | str, actions: Sequence[int
     left = np.array([table.get((b.box, b.player), -1) for b in boards])  # (T,)
     truth = np.array([nsteps_class(int(n) if n >= 0 else None) for n in left])
     if left[0] >= 0:
-        target = np.array(_replay(board, actions, table, None).nsteps)
+        target = np.array(replay(board, actions, table, None).nsteps)
     else:  # every board reached from a dead one is dead too
         target = np.full(len(boards), UNSOLVABLE)
     _, nsteps_logits, _ = _read(model, boards)  # (T, N_NSTEPS)

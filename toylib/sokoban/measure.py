@@ -1,6 +1,6 @@
 """The Sokoban policy at work: solving boards greedily and by beam search (`Walks` feeds the
-core's decoders), `Solves`, the post's table beside ours, the chapter's targets, `measure`,
-and the command line (`CHAPTER`, `python -m toylib.sokoban`).
+core's decoders), the teacher-forced `accuracies`, `Solves`, the post's table beside ours, the
+chapter's targets, and `measure`.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from toylib import cli
 from toylib.attention import KeysValues
 from toylib.decode import beam_search, beam_search_batch, greedy_decode
-from toylib.infer import model_device
-from toylib.sokoban import dataset, net
-from toylib.sokoban.dataset import SokobanSet
-from toylib.sokoban.net import Accuracies, SokobanConfig, SokobanPolicy, accuracies
+from toylib.infer import evaluating, model_device
+from toylib.sokoban import dataset
+from toylib.sokoban.config import SokobanConfig
+from toylib.sokoban.dataset import UNSOLVABLE, SokobanSet
+from toylib.sokoban.net import SokobanPolicy, loss_from_logits, to_batch
 from toylib.sokoban.world import ACTION_NAMES, CHANNELS, SIZE, UNDO, Board, Play, encode, neighbours, walled
 from toylib.targets import Table, Target, format_table, pct, time_target
 
@@ -126,9 +126,9 @@ class Frontier:
     pass. `solve_beams` drives it; `Walks` is the same world for one board at a time, through
     hooks."""
 
-    # rows the policy reads at once: its convolutions took 64 us a board in batches of 256,
-    # 127 in batches of 1,024 and 181 in batches of 4,096 (one thread, AVX-512): a small
-    # batch's feature maps stay in the CPU's caches from one layer to the next
+    # rows the policy reads at once: its convolutions cost less a board in small batches than
+    # in large ones, as a small batch's feature maps stay in the CPU's caches from one layer
+    # to the next
     ROWS_PER_CALL = 256
 
     def __init__(self, model: SokobanPolicy, starts: Sequence[Board]):
@@ -279,11 +279,9 @@ def solve_beams(model: SokobanPolicy, boards: Sequence[Board], width: int = 32,
                 batch_size: int = 500) -> list[list[int] | None]:
     """`solve_beam` for every board, `batch_size` boards searching together (`Frontier`, the
     core's `beam_search_batch`): the same search and the same solutions, with one forward pass
-    of the policy per step for every beam of every board, each reading only its newest board
-    (`benchmarks/beam.py`, one thread, 200 held-out boards: 4.9 times the boards per second of
-    the loop over `solve_beam` at width 32, 8.2 at width 4, 11.3 at width 1; at width 32 the
-    board encoder's convolutions take most of the time left, about 70 boards encoded for each
-    board searched)."""
+    of the policy per step for every beam of every board, each reading only its newest board:
+    several times the boards a second of the loop over `solve_beam` (`benchmarks/beam.py`
+    measures it). At width 32 the board encoder's convolutions take most of the time left."""
     if not boards:
         raise ValueError("no boards to solve")
     found = []
@@ -301,6 +299,49 @@ def solve_beams(model: SokobanPolicy, boards: Sequence[Board], width: int = 32,
 
 
 # ----------------------------------------------------------------------------- the chapter's measures and targets
+
+
+@dataclasses.dataclass(frozen=True)
+class Accuracies:
+    """What teacher forcing on held-out entries measures (the post's supervised metrics, and ours)."""
+
+    solvability: float  # the start board's nsteps says "unsolvable" exactly when it is
+    policy_top1: float  # the most likely action is the entry's action (the post's one label)
+    policy_top2: float  # the entry's action is among the two most likely
+    optimal: float  # the most likely action keeps a shortest solution (any of them)
+    nsteps_top1: float  # the most likely nsteps class is right, at every board
+    nsteps_top2: float
+    loss: float  # the training loss on these entries
+
+
+def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) -> Accuracies:
+    """Teacher-forced measures of `model` on every entry of `data`, each cut to the boards the
+    policy's history holds (`config.n_ctx`)."""
+    sums, counts, losses = {}, {}, []
+
+    def add(name, hits):
+        sums[name] = sums.get(name, 0) + int(hits.sum())
+        counts[name] = counts.get(name, 0) + hits.numel()
+
+    with evaluating(model) as device:
+        for i in range(0, len(data), batch_size):
+            batch = to_batch(data, np.arange(i, min(i + batch_size, len(data))), model.config.n_ctx)
+            goal, boards, lengths, actions, mask, nsteps, optimal = (x.to(device) for x in batch)
+            action_logits, nsteps_logits = model(goal, boards, lengths)[:2]
+            loss = loss_from_logits(action_logits, nsteps_logits, mask, nsteps, optimal)[0]  # the same forward pass
+            losses.append((loss.item(), len(goal)))
+            top2 = action_logits.topk(2, -1).indices  # (B, T, 2)
+            learn = mask & optimal.any(-1)
+            add("policy_top1", (top2[..., 0] == actions)[learn])
+            add("policy_top2", (top2 == actions[..., None]).any(-1)[learn])
+            add("optimal", optimal.gather(-1, top2[..., :1]).squeeze(-1)[learn])
+            n2 = nsteps_logits.topk(2, -1).indices
+            real = nsteps >= 0
+            add("nsteps_top1", (n2[..., 0] == nsteps)[real])
+            add("nsteps_top2", (n2 == nsteps[..., None]).any(-1)[real])
+            add("solvability", (n2[:, 0, 0] == UNSOLVABLE) == (nsteps[:, 0] == UNSOLVABLE))
+    loss = sum(l * n for l, n in losses) / sum(n for _, n in losses)
+    return Accuracies(**{k: sums[k] / counts[k] for k in sums}, loss=loss)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -326,7 +367,7 @@ class Solves:
         return float(self.optimal[self.lengths >= 0].mean())
 
 
-BEAM_BOARDS = 500  # held-out boards solved by beam search: a search of width 32 takes about 40 ms a board
+BEAM_BOARDS = 500  # held-out boards solved by beam search, which costs far more a board than greedy play
 
 
 def solvable_boards(data: SokobanSet, limit: int | None = None) -> tuple[list[Board], np.ndarray]:
@@ -430,12 +471,3 @@ def measure(model: SokobanPolicy, config: SokobanConfig, data: dict[str, Sokoban
     other = dataset.other_boards(OTHER_BOARDS, config.data_seed, dataset.start_keys(data))
     return sokoban_targets(accuracies(model, data["held_out"]), solves(model, boards, optimal), beam,
                            other=other_scores(model, other))
-
-
-_OPTIONS = (cli.Option("--steps", "steps", "most training steps"), cli.Option("--lr", "lr", "peak learning rate"),
-            cli.Option("--history", "history", "attend over the history (--no-history: the baseline)"),
-            cli.Option("--data-seed", "data_seed", "which boards"))
-_ABOUT = "A transformer policy learns one-box Sokoban from shortest solutions, and says which boards cannot be solved."
-CHAPTER = cli.Chapter("sokoban", _ABOUT, SokobanConfig, SokobanPolicy, dataset.for_config, net.train, measure,
-                      options=_OPTIONS)
-main = cli.entry_point(CHAPTER)

@@ -1,13 +1,11 @@
-"""The Sokoban policy: its config, the convolutional `BoardEncoder`, `SokobanPolicy` (a causal
-transformer over the goal and the boards so far, with an action head and an nsteps head),
-its loss, the teacher-forced `accuracies`, `train`, and `train_side_by_side` (two policies at once).
+"""The Sokoban policy: the convolutional `BoardEncoder`, `SokobanPolicy` (a causal transformer
+over the goal and the boards so far, with an action head and an nsteps head), `to_batch` (entries
+as the tensors a loss reads), and its loss.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -15,57 +13,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from toylib.attention import Encoder, KeysValues
-from toylib.device import pick_device, seed_everything
-from toylib.infer import evaluating, model_device
-from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, SokobanSet, for_config
+from toylib.infer import model_device
+from toylib.sokoban.config import SokobanConfig
+from toylib.sokoban.dataset import N_NSTEPS, SokobanSet
 from toylib.sokoban.world import ACTION_NAMES, CHANNELS
-from toylib.train import Callback, History, TrainOptions, fit, side_by_side
 
 # ----------------------------------------------------------------------------- the policy
-
-
-@dataclasses.dataclass(frozen=True)
-class SokobanConfig:
-    """A policy and how to train it. The defaults reach the chapter's targets."""
-
-    d_model: int = 32  # width of every token (the post: 16)
-    n_heads: int = 8
-    n_layers: int = 3  # transformer blocks over the history (the post: 3)
-    channels: int = 16  # width of the convolutional board encoder
-    conv_layers: int = 6  # 3x3 convolutions per board, all but the first residual
-    region: bool = True  # a sixth plane, where the player can walk (`walkable`); False: the post's 5
-    inside: bool = True  # convolve only the squares inside the border wall, which every board has
-    pieces: bool = True  # the token also reads the features at the box's and the player's squares
-    n_ctx: int = 32  # boards a history holds, the goal board not counted (the post: 32)
-    history: bool = True  # False: the baseline, each board sees only itself and the goal
-    dropout: float = 0.0
-    steps: int = 2_200  # batches (cosine decay over them)
-    batch_size: int = 32  # entries per batch (the post: 32)
-    lr: float = 6e-3  # peak learning rate (AdamW): 3e-3 learns more slowly, 1e-2 no better
-    warmup: int = 100
-    weight_decay: float = 0.0
-    grad_clip: float | None = 1.0
-    eval_every: int = 1_000  # steps between validations
-    log_every: int = 100  # steps between records of the training loss, for its curve
-    n_solvable: int = 4_000  # training boards that can be solved (the post: 4,000) ...
-    n_unsolvable: int = 4_000  # ... and that cannot (the post: 4,000), each under 8 symmetries
-    n_held_out: int = 4_000  # held-out boards, half of them solvable (the post: 4,000)
-    n_starts: int = 24_000  # start boards alone, half solvable, each under 8 symmetries, for the start loss
-    start_batch: int = 64  # start boards per batch, beside the entries: their nsteps class (0: none)
-    data_seed: int = 0  # which boards: `dataset.for_config` seeds its generator with it
-    seed: int = 0  # initial weights and batch order
-
-    def __post_init__(self):
-        if self.d_model < 1 or self.n_heads < 1 or self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a positive multiple of n_heads ({self.n_heads})")
-        if min(self.n_layers, self.channels, self.conv_layers, self.n_ctx, self.batch_size) < 1:
-            raise ValueError("n_layers, channels, conv_layers, n_ctx and batch_size must be at least 1")
-        if self.n_starts < 0 or self.start_batch < 0 or (self.start_batch > 0) != (self.n_starts > 0):
-            raise ValueError(f"n_starts ({self.n_starts}) and start_batch ({self.start_batch}) are both 0 (no start "
-                             "loss) or both positive")
-
-    def train_options(self) -> TrainOptions:
-        return TrainOptions.from_config(self, schedule="cosine", monitor="val_loss", restore_best=True)
 
 
 def _beside(region: torch.Tensor) -> torch.Tensor:
@@ -266,7 +219,7 @@ def _placed_on_cpu(tokens: torch.Tensor, real: torch.Tensor | None, shape: tuple
     return placed
 
 
-def _batch(data: SokobanSet, index: np.ndarray, n_ctx: int | None = None) -> tuple[torch.Tensor, ...]:
+def to_batch(data: SokobanSet, index: np.ndarray, n_ctx: int | None = None) -> tuple[torch.Tensor, ...]:
     """Entries `index` as tensors, cut to their longest: goal planes (B, 5, R, C), board
     planes (B, T, 5, R, C), lengths (B,), actions, policy mask, nsteps (B, T), optimal (B, T, 5).
     With `n_ctx`, an entry longer than a policy's history keeps its first `n_ctx` boards: the
@@ -318,7 +271,7 @@ def loss_from_logits(
 
 def start_loss(model: SokobanPolicy, starts: tuple[torch.Tensor, ...]) -> torch.Tensor:
     """The cross-entropy of the nsteps class at start boards alone (a batch of one-board entries,
-    as `_batch` makes them): whether each can be solved, and in about how many moves, asked of
+    as `to_batch` makes them): whether each can be solved, and in about how many moves, asked of
     the goal and the start board, as the policy asks it before its first move. A start board
     costs the encoder two boards and the transformer two positions, a tenth of a history."""
     device = model_device(model)
@@ -341,104 +294,3 @@ def loss_with_starts(
     loss, metrics = loss_from_logits(action_logits, nsteps_logits, mask, nsteps, optimal)
     at_start = F.cross_entropy(start_logits[:, 0], start_nsteps[:, 0])
     return loss + at_start, {**metrics, "start_loss": at_start.detach()}
-
-
-def _entries(data: SokobanSet, batch_size: int, generator: torch.Generator,
-             n_ctx: int | None = None) -> Iterator[tuple[torch.Tensor, ...]]:
-    """Endless shuffled batches of entries, epoch after epoch, each cut to `n_ctx` boards."""
-    if len(data) < batch_size:
-        raise ValueError(f"a batch of {batch_size} entries asks for more than the {len(data)} there are")
-    while True:
-        order = torch.randperm(len(data), generator=generator).numpy()
-        for i in range(0, len(order) - batch_size + 1, batch_size):
-            yield _batch(data, np.sort(order[i : i + batch_size]), n_ctx)
-
-
-@dataclasses.dataclass(frozen=True)
-class Accuracies:
-    """What teacher forcing on held-out entries measures (the post's supervised metrics, and ours)."""
-
-    solvability: float  # the start board's nsteps says "unsolvable" exactly when it is
-    policy_top1: float  # the most likely action is the entry's action (the post's one label)
-    policy_top2: float  # the entry's action is among the two most likely
-    optimal: float  # the most likely action keeps a shortest solution (any of them)
-    nsteps_top1: float  # the most likely nsteps class is right, at every board
-    nsteps_top2: float
-    loss: float  # the training loss on these entries
-
-
-def accuracies(model: SokobanPolicy, data: SokobanSet, batch_size: int = 500) -> Accuracies:
-    """Teacher-forced measures of `model` on every entry of `data`, each cut to the boards the
-    policy's history holds (`config.n_ctx`)."""
-    sums, counts, losses = {}, {}, []
-
-    def add(name, hits):
-        sums[name] = sums.get(name, 0) + int(hits.sum())
-        counts[name] = counts.get(name, 0) + hits.numel()
-
-    with evaluating(model) as device:
-        for i in range(0, len(data), batch_size):
-            batch = _batch(data, np.arange(i, min(i + batch_size, len(data))), model.config.n_ctx)
-            goal, boards, lengths, actions, mask, nsteps, optimal = (x.to(device) for x in batch)
-            action_logits, nsteps_logits = model(goal, boards, lengths)[:2]
-            loss = loss_from_logits(action_logits, nsteps_logits, mask, nsteps, optimal)[0]  # the same forward pass
-            losses.append((loss.item(), len(goal)))
-            top2 = action_logits.topk(2, -1).indices  # (B, T, 2)
-            learn = mask & optimal.any(-1)
-            add("policy_top1", (top2[..., 0] == actions)[learn])
-            add("policy_top2", (top2 == actions[..., None]).any(-1)[learn])
-            add("optimal", optimal.gather(-1, top2[..., :1]).squeeze(-1)[learn])
-            n2 = nsteps_logits.topk(2, -1).indices
-            real = nsteps >= 0
-            add("nsteps_top1", (n2[..., 0] == nsteps)[real])
-            add("nsteps_top2", (n2 == nsteps[..., None]).any(-1)[real])
-            add("solvability", (n2[:, 0, 0] == UNSOLVABLE) == (nsteps[:, 0] == UNSOLVABLE))
-    loss = sum(l * n for l, n in losses) / sum(n for _, n in losses)
-    return Accuracies(**{k: sums[k] / counts[k] for k in sums}, loss=loss)
-
-
-def train(config: SokobanConfig, data: dict[str, SokobanSet] | None = None,
-          device: torch.device | str | None = None, callback: Callback | None = None,
-          progress: bool = True) -> tuple[SokobanPolicy, History]:
-    """Build a policy from `config` and train it on `data["train"]` (default:
-    `dataset.for_config(config)`), and with `config.start_batch` on `data["starts"]` too
-    (`loss_with_starts`), validating on `data["val"]` every `eval_every` steps (the
-    held-out boards are never looked at). Out of steps, the best validated weights are
-    restored."""
-    data = for_config(config) if data is None else data
-    seed_everything(config.seed)
-    device = device or pick_device()
-    model = SokobanPolicy(config).to(device)
-    gen = torch.Generator().manual_seed(config.seed)
-
-    def evaluate(m):
-        a = accuracies(m, data["val"])
-        return {"val_loss": a.loss, "val_optimal": a.optimal, "val_solvability": a.solvability}
-
-    batches, loss = _entries(data["train"], config.batch_size, gen, config.n_ctx), sokoban_loss
-    if config.start_batch:
-        if "starts" not in data:
-            raise ValueError("config.start_batch asks for start boards: data has no \"starts\" set")
-        batches, loss = zip(batches, _entries(data["starts"], config.start_batch, gen, 1)), loss_with_starts
-    history = fit(model, batches, loss, config.train_options(),
-                  eval_fn=evaluate, callback=callback, device=device, progress=progress)
-    return model, history
-
-
-def _train_quietly(config: SokobanConfig, data: dict[str, SokobanSet], device: str) -> tuple[SokobanPolicy, History]:
-    return train(config, data, device=device, progress=False)
-
-
-def train_side_by_side(
-    configs: Sequence[SokobanConfig], data: dict[str, SokobanSet], device: torch.device | str | None = None,
-    workers: int | None = None,
-) -> list[tuple[SokobanPolicy, History]]:
-    """`train` for each config on the same data, without progress bars (the chapter trains the
-    transformer and its baseline so). On a CPU the policies train side by side, each in a
-    process of its own on one thread (`side_by_side`; `workers` processes at once, by default
-    one per CPU core), and each learns exactly what it would learn alone on one thread. On a
-    GPU they train there, one after another."""
-    device = torch.device(device or pick_device())
-    if device.type != "cpu":
-        return [_train_quietly(c, data, device) for c in configs]
-    return side_by_side(_train_quietly, [(c, data, "cpu") for c in configs], workers)

@@ -87,7 +87,7 @@ class Board:
         board.__dict__.update(walls=self.walls, goal=self.goal, box=box, player=player, shape=self.shape)
         return board
 
-    def _after(self, move: int) -> tuple[int, int] | None:
+    def after(self, move: int) -> tuple[int, int] | None:
         """(box, player) after `move`, or None when a wall or the edge stops the player or the box."""
         step = neighbours(self.shape)
         player = step[self.player][move]
@@ -102,10 +102,10 @@ class Board:
 
     def legal_actions(self) -> list[int]:
         """The moves that change the board, in MOVES order (BFS breaks ties in this order)."""
-        return [m for m in MOVES if self._after(m) is not None]
+        return [m for m in MOVES if self.after(m) is not None]
 
     def apply_action(self, action: int) -> Board:
-        after = self._after(action) if action in MOVES else None
+        after = self.after(action) if action in MOVES else None
         if after is None:
             raise ValueError(f"{ACTION_NAMES[action] if action in MOVES else repr(action)} is not a legal move "
                              f"here; the legal moves are {[ACTION_NAMES[m] for m in self.legal_actions()]}")
@@ -310,7 +310,7 @@ def optimal_moves(board: Board, table: dict[tuple[int, int], int] | None = None)
     left = table.get((board.box, board.player))
     if not left:  # None: dead; 0: solved
         return []
-    return [m for m in MOVES if (after := board._after(m)) is not None and table.get(after) == left - 1]
+    return [m for m in MOVES if (after := board.after(m)) is not None and table.get(after) == left - 1]
 
 
 @dataclasses.dataclass(frozen=True)

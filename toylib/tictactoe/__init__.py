@@ -15,17 +15,20 @@ Cells are numbered 0..8 row by row; a board is a tuple of 9 symbols, EMPTY, X or
 
 The chapter's rooms, in the reader's order:
 
-- `world.py`: the game (`TicTacToe`, `parse_board`, `to_move`), minimax and the moves it
-  calls optimal, every reachable position, the 8 symmetries (`permute`, `canonical`) and
+- `world.py`: the game (`TicTacToe`, `parse_board`, `to_move`, `child`), minimax and the moves
+  it calls optimal, every reachable position, the 8 symmetries (`permute`, `canonical`) and
   `split_by_symmetry`, kinds of position (`threats`, `kind_of`), and `board_image`. No torch.
+- `config.py`: `TicTacToeConfig` (a model and how to train it), the post's four configs
+  (`POST_CONFIGS`, trained its way: `POST_RECIPE`) and `POST_SMALLEST`.
 - `dataset.py`: `Positions` (a set of positions as tensors, with every optimal move) and
   `Dataset`, every open position split by symmetry class, built by `for_config`.
-- `net.py`: `TicTacToeConfig` and the post's four configs, the tokens and their relations,
-  `TicTacToeNet`, `tictactoe_loss`, the model's moves and scores that training watches
-  (`model_moves`, `score`), and `train`.
-- `measure.py`: whole games (`model_policy`, `play_exhaustively`, `play_random`), the
-  chapter's targets (`Summary`, `summarise`, `measure`) and the command line (`CHAPTER`,
-  `python -m toylib.tictactoe`, `--preset post1` to `post4` for the post's configs).
+- `net.py`: the tokens and their relations (`TOKEN_NAMES`, `TOKEN_KIND`, `TOKEN_RELATIONS`),
+  `TicTacToeNet` and `tictactoe_loss`.
+- `measure.py`: the model's moves and scores on a set of positions (`model_moves`, `score`,
+  which training watches), whole games (`model_policy`, `play_exhaustively`, `play_random`)
+  and the chapter's targets (`Summary`, `summarise`, `measure`).
+- `training.py`: `train`, and the command line (`CHAPTER`, `main`: `python -m
+  toylib.tictactoe`, `--preset post1` to `post4` for the post's configs).
 - `look.py`: what the heads look at (`attention_profile`), a game as frames
   (`game_frames`), and a board to play on in the browser
   (`live_board`, with `live.js`).

@@ -1,2 +1,2 @@
-from toylib.tictactoe.measure import main
+from toylib.tictactoe.training import main
 main()

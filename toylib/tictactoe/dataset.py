@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from toylib.tictactoe.world import (Board, TicTacToe, _child, best_move, move_scores, open_positions, optimal_moves,
+from toylib.tictactoe.config import TicTacToeConfig
+from toylib.tictactoe.world import (Board, TicTacToe, best_move, child, move_scores, open_positions, optimal_moves,
                                     split_by_symmetry)
-
-if TYPE_CHECKING:  # net imports this module: the config's class is only named here
-    from toylib.tictactoe.net import TicTacToeConfig
 
 
 # ----------------------------------------------------------------------------- the data the model learns from
@@ -66,7 +63,7 @@ class Positions:
             raise ValueError("positions must be open: a finished game has no move to learn")
         opt = [optimal_moves(s.board) for s in rows]
         k = max(map(len, opt))
-        targets = [[_child(s.board, m, s.current_player()) for m in (o + [o[0]] * (k - len(o)))] for s, o in zip(rows, opt)]
+        targets = [[child(s.board, m, s.current_player()) for m in (o + [o[0]] * (k - len(o)))] for s, o in zip(rows, opt)]
         optimal = torch.zeros(len(rows), 9, dtype=torch.bool)
         outcome = torch.full((len(rows), 9), -100)
         for i, (s, o) in enumerate(zip(rows, opt)):

@@ -15,8 +15,8 @@ from matplotlib.figure import Figure
 from toylib.infer import infer
 from toylib.live import Live, weights
 from toylib.plot import DPI, LABEL_PT, attention_grid
-from toylib.tictactoe.measure import Policy
-from toylib.tictactoe.net import TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet, _TOKEN_KIND, check_boards_tensor, model_moves
+from toylib.tictactoe.measure import Policy, check_boards_tensor, model_moves
+from toylib.tictactoe.net import TOKEN_KIND, TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet
 from toylib.tictactoe.world import EMPTY, LINES, O, SYMBOLS, X, TicTacToe, best_move, board_image, threats, to_move
 
 
@@ -214,4 +214,4 @@ def live_board(model: TicTacToeNet):
         raise ValueError("the live board runs the chapter's model: positions='graph', relative=True")
     return Live("tictactoe", "ToyTicTacToe", {
         "weights": weights(model), "d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers,
-        "relations": TOKEN_RELATIONS, "kinds": _TOKEN_KIND})
+        "relations": TOKEN_RELATIONS, "kinds": TOKEN_KIND})

@@ -1,7 +1,6 @@
-"""How well a trained model plays: whole games (exhaustively, against minimax, at random),
-the chapter's targets and its summary (`measure`), and the command line (`CHAPTER`, `main`).
-The model's moves and scores on a set of positions (`model_moves`, `score`) are in `net.py`,
-since training watches them."""
+"""How well a trained model plays: its moves and scores on a set of positions (`model_moves`,
+`score`, which training also watches), whole games (exhaustively, against minimax, at random),
+and the chapter's targets and its summary (`measure`)."""
 
 from __future__ import annotations
 
@@ -10,15 +9,82 @@ from collections import Counter
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 
-from toylib import cli
 from toylib.attention import count_parameters
 from toylib.draws import stream
+from toylib.infer import infer
 from toylib.targets import Target, format_table, pct, time_target
-from toylib.tictactoe import dataset, net
-from toylib.tictactoe.dataset import Dataset
-from toylib.tictactoe.net import POST_CONFIGS, POST_SMALLEST, Scores, TicTacToeConfig, TicTacToeNet, model_moves, score
-from toylib.tictactoe.world import Board, O, TicTacToe, X, open_positions, optimal_moves
+from toylib.tictactoe.config import POST_SMALLEST, TicTacToeConfig
+from toylib.tictactoe.dataset import Dataset, Positions
+from toylib.tictactoe.net import TicTacToeNet
+from toylib.tictactoe.world import EMPTY, Board, O, TicTacToe, X, open_positions, optimal_moves, to_move
+
+
+# ----------------------------------------------------------------------------- the model's moves and scores, which training watches
+
+
+def check_boards_tensor(boards: torch.Tensor) -> None:
+    if boards.dim() != 2 or boards.shape[1] != 9:
+        raise ValueError(f"boards must be (batch, 9), got shape {tuple(boards.shape)}")
+    if boards.numel() and not ((boards >= 0) & (boards <= 2)).all():
+        raise ValueError(f"cells must be EMPTY={EMPTY}, X={X} or O={O}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Moves:
+    """What a model does on a set of positions.
+
+    raw: (N, 9) the board it writes, each cell's most likely symbol;
+    move: (N,) its move, the legal move whose next board is most likely;
+    move_prob: (N, 9) the probability the model gives each legal next board, normalised over legal moves."""
+
+    raw: torch.Tensor
+    move: torch.Tensor
+    move_prob: torch.Tensor
+
+
+def model_moves(model: TicTacToeNet, boards: torch.Tensor, batch_size: int = 2048) -> Moves:
+    check_boards_tensor(boards)
+
+    def moves(out, b):  # b: (batch, 9) boards on the model's device
+        logp = F.log_softmax(out[0].float(), dim=-1)  # (batch, 9, 3) each cell's next symbol
+        mover = to_move(b)  # (batch,)
+        # log P(next board = board with a move at cell a) = sum over cells of log p(kept symbol),
+        # with cell a's term swapped for log p(mover's symbol): rank moves by that swap
+        gain = logp.gather(2, mover[:, None, None].expand(-1, 9, 1)).squeeze(2) - logp[..., EMPTY]  # (batch, 9)
+        gain = gain.masked_fill(b != EMPTY, float("-inf"))
+        return logp.argmax(-1), gain.argmax(1), torch.softmax(gain, dim=1)
+
+    return Moves(*infer(model, boards, batch_size=batch_size, keep=moves))
+
+
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """How a model does on a set of positions (shares between 0 and 1)."""
+
+    exact_label: float  # the board it writes is the post's single label (the post's measure)
+    legal: float  # the board it writes is the input with one empty cell taken by the player to move
+    raw_optimal: float  # the board it writes is legal and its move keeps the minimax value
+    optimal: float  # its move (the most likely legal next board) keeps the minimax value
+    n: int
+
+
+def score(model: TicTacToeNet, pos: Positions) -> Scores:
+    m = model_moves(model, pos.boards)  # on the CPU, wherever the model and `pos` are
+    pos = Positions(*(getattr(pos, f.name).cpu() for f in dataclasses.fields(Positions)))
+    changed = m.raw != pos.boards  # (N, 9)
+    one_change = changed.sum(1) == 1
+    where = changed.float().argmax(1)  # the changed cell, when there is exactly one
+    rows = torch.arange(len(pos))
+    legal = one_change & (pos.boards[rows, where] == EMPTY) & (m.raw[rows, where] == pos.mover)
+    return Scores(
+        exact_label=(m.raw == pos.label_boards).all(1).float().mean().item(),
+        legal=legal.float().mean().item(),
+        raw_optimal=(legal & pos.optimal[rows, where]).float().mean().item(),
+        optimal=pos.optimal[rows, m.move].float().mean().item(),
+        n=len(pos),
+    )
 
 
 # ----------------------------------------------------------------------------- playing whole games
@@ -144,17 +210,3 @@ def measure(model: TicTacToeNet, config: TicTacToeConfig, data: Dataset, train_s
     if details:
         print(format_table(summary.detail_rows(), ("measure", "test positions", "all positions")))
     return summary.targets(train_seconds)
-
-
-# ----------------------------------------------------------------------------- command line
-
-
-CHAPTER = cli.Chapter(
-    "tictactoe", "A transformer learns to play tic-tac-toe; measured on every position and in exhaustive play.",
-    TicTacToeConfig, TicTacToeNet, dataset.for_config, net.train, measure,
-    options=(cli.Option("--split-seed", "split_seed", "which symmetry classes are held out"),),
-    # --preset post2: the post's config 2, trained its way (POST_RECIPE)
-    presets={f"post{i}": config for i, (config, _) in enumerate(POST_CONFIGS.values(), start=1)},
-)
-
-main = cli.entry_point(CHAPTER)  # python -m toylib.<chapter>, and its console script

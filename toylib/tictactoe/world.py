@@ -118,7 +118,8 @@ def parse_board(text: str) -> Board:
 # ----------------------------------------------------------------------------- ground truth: minimax
 
 
-def _child(board: Board, action: int, player: int) -> Board:
+def child(board: Board, action: int, player: int) -> Board:
+    """The board after `player` puts its symbol on cell `action`."""
     return board[:action] + (player,) + board[action + 1 :]
 
 
@@ -139,14 +140,14 @@ def minimax(board: Board) -> int:
         return 0
     player = to_move(board)
     moves = [a for a in range(9) if board[a] == EMPTY]
-    return max(-minimax(_child(board, a, player)) for a in moves)
+    return max(-minimax(child(board, a, player)) for a in moves)
 
 
 def move_scores(board: Sequence[int]) -> dict[int, int]:
     """{legal action: minimax score of that move for the player making it}."""
     state = TicTacToe(tuple(board))
     p = state.current_player()
-    return {a: -minimax(_child(state.board, a, p)) for a in state.legal_actions()}
+    return {a: -minimax(child(state.board, a, p)) for a in state.legal_actions()}
 
 
 def best_move(board: Sequence[int]) -> int:
@@ -248,7 +249,7 @@ def kind_of(board: Sequence[int]) -> str:
         return "win"
     if threats(board, them):
         return "block"
-    if any(len(threats(_child(state.board, a, me), me)) >= 2 for a in optimal_moves(board)):
+    if any(len(threats(child(state.board, a, me), me)) >= 2 for a in optimal_moves(board)):
         return "fork"
     return "quiet"
 
