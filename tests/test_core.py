@@ -107,6 +107,21 @@ def test_infer_batches_in_eval_mode_without_gradients_and_restores_the_mode():
         infer(model, x, batch_size=0)
 
 
+def test_infer_runs_any_function_of_the_model_and_restores_its_mode():
+    for mode in (True, False):
+        model = Doubler().train(mode)
+        seen = []
+
+        def run(m, a, b):  # in eval mode, without gradients, on one batch of both inputs
+            seen.append((m.training, torch.is_grad_enabled(), len(a)))
+            return m(a)[1] - b
+
+        x = np.arange(20, dtype=np.float32).reshape(10, 2)
+        out = infer(model, x, x[:, 0], batch_size=4, run=run)
+        assert out.tolist() == x[:, 1].tolist() and seen == [(False, False, 4), (False, False, 4), (False, False, 2)]
+        assert model.training is mode
+
+
 class Pair(NamedTuple):
     doubled: torch.Tensor
     sums: torch.Tensor

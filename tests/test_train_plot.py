@@ -1,4 +1,5 @@
 import dataclasses
+from itertools import islice
 
 import numpy as np
 import pytest
@@ -7,8 +8,8 @@ import torch
 from toylib.device import pick_device, seed_everything
 from toylib.plot import LABEL_PT, animate, attention_grid, save_gif, training_curves
 from toylib.train import (
-    History, Snapshots, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatches, prepare,
-    save_checkpoint,
+    History, Snapshots, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatch_indices, minibatches,
+    prepare, save_checkpoint, set_nll,
 )
 
 
@@ -317,3 +318,34 @@ def test_prepare_seeds_builds_moves_and_draws_alike_every_time():
     assert not torch.equal(prepare(4, lambda: torch.nn.Linear(4, 2))[0].weight, a.weight)
     with pytest.raises(ValueError, match="seed must be a non-negative integer"):
         prepare(-1, lambda: torch.nn.Linear(4, 2))
+
+
+def test_set_nll_is_minus_log_the_probability_of_the_set():
+    logits = torch.tensor([[2.0, 0.5, -1.0, 0.0], [0.3, 0.1, 0.2, 4.0]], requires_grad=True)
+    logp = torch.log_softmax(logits, -1)
+    allowed = torch.tensor([[True, False, True, False], [False, False, False, True]])
+    loss = set_nll(logp, allowed)
+    p = logp.exp().detach()
+    assert torch.allclose(loss, -torch.log(torch.stack([p[0, 0] + p[0, 2], p[1, 3]])), atol=1e-6)
+    # one right answer: the cross-entropy
+    assert torch.allclose(loss[1], torch.nn.functional.cross_entropy(logits[1:], torch.tensor([3])))
+    # along another dimension, and with nothing allowed: inf
+    assert torch.allclose(set_nll(logp.T, allowed.T, dim=0), loss)
+    assert set_nll(logp, torch.zeros_like(allowed)).isinf().all()
+    # an answer outside the set is pushed down, never up; every logit's gradient sums to 0
+    loss.sum().backward()
+    assert (logits.grad[~allowed] >= 0).all() and torch.allclose(logits.grad.sum(-1), torch.zeros(2), atol=1e-6)
+
+
+def test_minibatch_indices_cover_every_item_once_an_epoch():
+    batches = list(islice(minibatch_indices(10, 4, torch.Generator().manual_seed(0)), 6))  # 2 epochs
+    assert [len(b) for b in batches] == [4, 4, 2, 4, 4, 2]
+    assert sorted(torch.cat(batches[:3]).tolist()) == list(range(10))
+    kept = list(islice(minibatch_indices(10, 4, torch.Generator().manual_seed(0), drop_last=True), 4))
+    assert [len(b) for b in kept] == [4, 4, 4, 4]  # the short third batch of each epoch left out
+    assert torch.equal(kept[0], batches[0]) and torch.equal(kept[2], batches[3])  # the same draws
+    for n, size, drop, message in [(10, 0, False, "batch_size must be positive"),
+                                   (3, 4, True, "a batch of 4 asks for more than the 3 there are"),
+                                   (0, 4, False, "more than the 0 there are")]:
+        with pytest.raises(ValueError, match=message):
+            next(minibatch_indices(n, size, torch.Generator(), drop_last=drop))

@@ -79,9 +79,13 @@ def infer(
     batch_size: int = 1024,
     keep: Callable[..., Any] | None = None,
     numpy: bool = False,
+    run: Callable[..., Any] | None = None,
 ) -> Any:
     """Run `model(*batch)` over `inputs` (arrays or tensors sharing their first axis) in
     batches of `batch_size`, in eval mode and without gradients, on the model's device.
+
+    run(model, *batch) -> outputs, instead of model(*batch): any function of the model, e.g.
+        decoding a maze greedily, batched the same way.
 
     keep(outputs, *batch) -> what to gather from each batch (a tensor or a tuple of tensors),
         e.g. only the logits, or the argmax: big attention patterns need not come back.
@@ -105,7 +109,7 @@ def infer(
         parts = []
         for i in range(0, n, batch_size):
             batch = [t[i : i + batch_size].to(device) for t in tensors]
-            out = model(*batch)
+            out = model(*batch) if run is None else run(model, *batch)
             parts.append(_cpu(keep(out, *batch) if keep is not None else out))
     finally:
         model.train(was_training)

@@ -115,6 +115,15 @@ def prepare(seed: int, build: Callable[[], nn.Module],
     return model, device, torch.Generator().manual_seed(seed)
 
 
+def set_nll(logp: torch.Tensor, allowed: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """-log of the probability given to a set of right answers together, where any of them is
+    right (several moves start a shortest solution; several boards are optimal). logp:
+    log-probabilities over the answers along `dim`; allowed: True at the right ones, the same
+    shape. One value per item (`dim` removed): with one right answer it is the cross-entropy;
+    with none it is inf; an answer outside the set gets no gradient."""
+    return -torch.logsumexp(logp.masked_fill(~allowed, -math.inf), dim)
+
+
 def param_groups(model: nn.Module, weight_decay: float, decay_all: bool = True) -> list[dict]:
     """The optimiser's parameter groups: with decay_all, one group decayed by `weight_decay`;
     without, only tensors of two or more dimensions (weight matrices, embeddings) are decayed,
@@ -316,18 +325,29 @@ def forever(make_batch: Callable[[], Batch]) -> Iterator[Batch]:
         yield make_batch()
 
 
+def minibatch_indices(n: int, batch_size: int, generator: torch.Generator,
+                      drop_last: bool = False) -> Iterator[torch.Tensor]:
+    """Endless shuffled batches of indices into n items, epoch after epoch: each epoch one
+    permutation drawn from `generator`, cut into batches of `batch_size` (the last one shorter,
+    or left out with `drop_last`). For data that is not a tuple of tensors (Sokoban's entries,
+    which become tensors only once a batch is chosen); `minibatches` indexes tensors with it."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    if n < (batch_size if drop_last else 1):
+        raise ValueError(f"a batch of {batch_size} asks for more than the {n} there are")
+    while True:
+        order = torch.randperm(n, generator=generator)
+        for i in range(0, n - batch_size + 1 if drop_last else n, batch_size):
+            yield order[i : i + batch_size]
+
+
 def minibatches(*tensors: torch.Tensor, batch_size: int, generator: torch.Generator) -> Iterator[tuple[torch.Tensor, ...]]:
     """Endless shuffled minibatches (epoch after epoch) over a fixed dataset of equal-length tensors."""
     n = len(tensors[0])
     if any(len(t) != n for t in tensors):
         raise ValueError(f"tensors must have the same length, got {[len(t) for t in tensors]}")
-    if not 1 <= batch_size:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    while True:
-        order = torch.randperm(n, generator=generator)
-        for i in range(0, n, batch_size):
-            idx = order[i : i + batch_size]
-            yield tuple(t[idx] for t in tensors)
+    for idx in minibatch_indices(n, batch_size, generator):
+        yield tuple(t[idx] for t in tensors)
 
 
 def _one_thread() -> None:

@@ -18,7 +18,7 @@ from toylib.draws import stream
 from toylib.infer import evaluating, infer, model_device
 from toylib.live import Live, weights
 from toylib.maze.dataset import NO_WAY, PAD, MazeSet, solution_tensor, start_tiles, walk_tiles, ways_to_end
-from toylib.maze.measure import AsModule, solve_greedy
+from toylib.maze.measure import solve_greedy
 from toylib.maze.net import QUIET, SETTLED, STILL, MazeModel, MazeNet, Memory
 from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, MazeState,
                                check_pixels, exits, follow_moves, from_pixels, random_maze)
@@ -279,7 +279,7 @@ def where_heads_look(model: MazeModel, mazes: MazeSet, batch_size: int = 250) ->
     where at least one head does, "steps": how many steps were counted}."""
     tokens = solution_tensor(mazes.solutions)  # (n, T + 1)
     inputs = tokens[:, :-1].clamp(min=0)  # (n, T): START and the moves, padding read as STOP
-    strongest = infer(AsModule(model, _strongest_tiles), mazes.mazes, inputs, batch_size=batch_size)  # (n, head, T)
+    strongest = infer(model, mazes.mazes, inputs, batch_size=batch_size, run=_strongest_tiles)  # (n, head, T)
     rows, cols = (s // TILE for s in mazes.mazes.shape[1:])
     start = start_tiles(torch.from_numpy(mazes.mazes))  # (n, 2)
     here = walk_tiles(inputs, start, (rows, cols))  # (n, T, 2): where the walker stands after each token

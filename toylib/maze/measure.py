@@ -27,17 +27,6 @@ from toylib.targets import Target, format_table, pct, time_target
 # ----------------------------------------------------------------------------- solving, and scores
 
 
-class AsModule(nn.Module):
-    """`fn(model, *batch)` as a module, so that `infer` batches it on the model's device."""
-
-    def __init__(self, model: MazeModel, fn: Callable[..., torch.Tensor]):
-        super().__init__()
-        self.model, self.fn = model, fn
-
-    def forward(self, *batch: torch.Tensor) -> torch.Tensor:
-        return self.fn(self.model, *batch)
-
-
 def _greedy(model: MazeModel, pixels: torch.Tensor, iterations: int | None, memory: Memory | None = None) -> torch.Tensor:
     """Greedy solutions for a batch of mazes: (batch, R*C + 1) long, padded with PAD."""
     if memory is None:
@@ -66,7 +55,7 @@ def solve_greedy(model: MazeModel, mazes, iterations: int | None = None, batch_s
     pixels = np.asarray(mazes)
     one = pixels.ndim == 2
     pixels = np.stack([check_pixels(p) for p in (pixels[None] if one else pixels)])  # (n, R*TILE, C*TILE)
-    out = infer(AsModule(model, lambda m, x: _greedy(m, x, iterations)), pixels, batch_size=batch_size)
+    out = infer(model, pixels, batch_size=batch_size, run=lambda m, x: _greedy(m, x, iterations))
     solutions = [row[row != PAD].tolist() for row in out]
     return solutions[0] if one else solutions
 
@@ -77,8 +66,8 @@ def token_accuracy(model: MazeModel, mazes: MazeSet, iterations: int | None = No
     that the model predicts from the true moves before them. count_padding=True scores it
     the post's way: padding counts as a STOP to predict, up to the longest solution."""
     tokens = solution_tensor(mazes.solutions)  # (n, T)
-    predicted = infer(AsModule(model, lambda m, x, t: m.decode(t, m.encode(x, iterations, keep=False))[0].argmax(-1)),
-                      mazes.mazes, tokens[:, :-1].clamp(min=0), batch_size=batch_size)  # (n, T - 1)
+    predicted = infer(model, mazes.mazes, tokens[:, :-1].clamp(min=0), batch_size=batch_size,  # (n, T - 1)
+                      run=lambda m, x, t: m.decode(t, m.encode(x, iterations, keep=False))[0].argmax(-1))
     return _accuracy(predicted, tokens, count_padding)
 
 
@@ -119,8 +108,8 @@ def score(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch
     the cost): the same numbers as `solve_greedy` and `token_accuracy` give apart."""
     tokens = solution_tensor(mazes.solutions)  # (n, T)
     pixels = np.stack([check_pixels(p) for p in mazes.mazes])  # (n, R*TILE, C*TILE)
-    greedy, predicted, passes = infer(AsModule(model, lambda m, x, t: _solve_and_predict(m, x, t, iterations)), pixels,
-                              tokens[:, :-1].clamp(min=0), batch_size=batch_size)
+    greedy, predicted, passes = infer(model, pixels, tokens[:, :-1].clamp(min=0), batch_size=batch_size,
+                                      run=lambda m, x, t: _solve_and_predict(m, x, t, iterations))
     solutions = [row[row != PAD].tolist() for row in greedy]
     checks = [check_solution(m, s) for m, s in zip(mazes.mazes, solutions)]
     length = np.array([c.shortest for c in checks])

@@ -17,6 +17,7 @@ from toylib.maze.config import MazeConfig
 from toylib.maze.dataset import (N_MOVES, NO_WAY, PAD, connections, start_tiles, tile_grid, tile_view, walk_tiles,
                                  ways_to_end)
 from toylib.maze.world import DIRECTIONS, STEP, TILE
+from toylib.train import set_nll
 
 
 # ----------------------------------------------------------------------------- when a looped encoder stops
@@ -368,13 +369,13 @@ def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor], iterat
         right, distance = (t.to(device) for t in ways)
     if model.config.ways:  # every tile's state says its way to the end: any of its right ways
         logp = F.log_softmax(model.way_head(memory.states), -1)  # (batch, tiles, N_MOVES + 1)
-        way_loss = -torch.logsumexp(logp.masked_fill(~right, -math.inf), -1).mean()
+        way_loss = set_nll(logp, right).mean()
         loss = loss + model.config.ways * way_loss
         metrics["way_loss"] = way_loss.detach()
     if wave:  # every pass but the last: the ways known so far, NO_WAY where the news is still on its way
         targets = wave_targets(right, distance, iterations - 1)  # (batch, passes, tiles, N_MOVES + 1)
         logp = F.log_softmax(model.way_head(memory.trace[:, :-1]), -1)  # (batch, passes, tiles, N_MOVES + 1)
-        wave_loss = -torch.logsumexp(logp.masked_fill(~targets, -math.inf), -1).mean()
+        wave_loss = set_nll(logp, targets).mean()
         loss = loss + model.config.wave * wave_loss
         metrics["wave_loss"] = wave_loss.detach()
     return loss, metrics

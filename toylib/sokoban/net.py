@@ -5,8 +5,6 @@ as the tensors a loss reads), and its loss.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -17,6 +15,7 @@ from toylib.infer import model_device
 from toylib.sokoban.config import SokobanConfig
 from toylib.sokoban.dataset import N_NSTEPS, SokobanSet
 from toylib.sokoban.world import ACTION_NAMES, CHANNELS
+from toylib.train import set_nll
 
 # ----------------------------------------------------------------------------- the policy
 
@@ -259,8 +258,8 @@ def loss_from_logits(
     # -log 1 = 0, and no gradient
     allowed = optimal | ~learn[..., None]  # (B, T, 5)
     logp = torch.log_softmax(action_logits, -1)  # (B, T, 5)
-    logp = logp.masked_fill(~allowed, -math.inf)
-    policy_loss = -(torch.logsumexp(logp, -1) * learn).sum() / learn.sum()
+    # -log of P(any allowed action): logsumexp of their log-probabilities
+    policy_loss = (set_nll(logp, allowed) * learn).sum() / learn.sum()
     # nsteps is -1 past the end of a history: not scored
     nsteps_loss = F.cross_entropy(nsteps_logits.flatten(0, -2),
                                   nsteps.flatten(), ignore_index=-1)

@@ -16,18 +16,15 @@ from toylib.sokoban.config import SokobanConfig
 from toylib.sokoban.dataset import SokobanSet, for_config
 from toylib.sokoban.measure import accuracies, measure
 from toylib.sokoban.net import SokobanPolicy, loss_with_starts, sokoban_loss, to_batch
-from toylib.train import Callback, History, fit, prepare, side_by_side
+from toylib.train import Callback, History, fit, minibatch_indices, prepare, side_by_side
 
 
 def _entries(data: SokobanSet, batch_size: int, generator: torch.Generator,
              n_ctx: int | None = None) -> Iterator[tuple[torch.Tensor, ...]]:
-    """Endless shuffled batches of entries, epoch after epoch, each cut to `n_ctx` boards."""
-    if len(data) < batch_size:
-        raise ValueError(f"a batch of {batch_size} entries asks for more than the {len(data)} there are")
-    while True:
-        order = torch.randperm(len(data), generator=generator).numpy()
-        for i in range(0, len(order) - batch_size + 1, batch_size):
-            yield to_batch(data, np.sort(order[i : i + batch_size]), n_ctx)
+    """Endless shuffled batches of entries, epoch after epoch (a short last batch left out),
+    each cut to `n_ctx` boards."""
+    for index in minibatch_indices(len(data), batch_size, generator, drop_last=True):
+        yield to_batch(data, np.sort(index.numpy()), n_ctx)
 
 
 def train(config: SokobanConfig, data: dict[str, SokobanSet] | None = None,

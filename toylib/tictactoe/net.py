@@ -12,6 +12,7 @@ from toylib.infer import model_device
 from toylib.tictactoe.config import TicTacToeConfig
 from toylib.tictactoe.dataset import Positions
 from toylib.tictactoe.world import EMPTY, LINES, O, to_move
+from toylib.train import set_nll
 
 
 # ----------------------------------------------------------------------------- the model
@@ -157,5 +158,5 @@ def tictactoe_loss(model: TicTacToeNet, batch: Positions | tuple,
     # (batch, K): True where a target only repeats the first, as padding
     pad = (torch.arange(k, device=device)[None]
            >= pos.n_optimal.to(device)[:, None])
-    board_logp = board_logp.masked_fill(pad, float("-inf"))  # (batch, K)
-    return -torch.logsumexp(board_logp, dim=1).mean() + aux
+    # -log of P(any of the optimal boards): logsumexp over the real ones
+    return set_nll(board_logp, ~pad, dim=1).mean() + aux
