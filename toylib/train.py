@@ -120,7 +120,8 @@ def set_nll(logp: torch.Tensor, allowed: torch.Tensor, dim: int = -1) -> torch.T
     right (several moves start a shortest solution; several boards are optimal). logp:
     log-probabilities over the answers along `dim`; allowed: True at the right ones, the same
     shape. One value per item (`dim` removed): with one right answer it is the cross-entropy;
-    with none it is inf; an answer outside the set gets no gradient."""
+    with none it is inf. The log-probabilities outside the set get no gradient of their own:
+    raising the set's probability lowers theirs only through the softmax that made them."""
     return -torch.logsumexp(logp.masked_fill(~allowed, -math.inf), dim)
 
 

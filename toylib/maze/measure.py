@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
 
 import numpy as np
 import torch
