@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from toylib.device import pick_device, seed_everything
-from toylib.plot import LABEL_PT, animate, attention_grid, save_gif, training_curves
+from toylib.plot import LABEL_PT, animate, attention_grid, colorbar, save_gif, training_curves
 from toylib.train import (
     History, Snapshots, TrainOptions, fit, forever, load_checkpoint, lr_factor, minibatch_indices, minibatches,
-    prepare, save_checkpoint, set_nll,
+    prepare, rank, save_checkpoint, set_nll,
 )
 
 
@@ -147,8 +147,43 @@ def test_plateau_lowers_the_learning_rate():
     model = Tiny(TinyConfig())
     batches, loss_fn = regression_task()
     h = fit(model, batches, loss_fn, TrainOptions(steps=60, lr=0.1, eval_every=5, plateau=(0.5, 1)), eval_fn=lambda m: {"val_loss": 1.0}, progress=False)
-    lrs = h.column("lr")
-    assert lrs[0] == 0.1 and lrs[-1] < 0.1
+    # the best is the first evaluation; the rate halves after every second one since that is no better, as
+    # torch's ReduceLROnPlateau(patience=1) lowers it
+    assert h.column("lr") == [0.1] * 3 + [0.05] * 2 + [0.025] * 2 + [0.0125] * 2 + [0.00625] * 2 + [0.003125]
+
+
+def test_rank_orders_evaluations_by_the_first_metric_then_the_next():
+    assert rank({"wrong": 2, "val_loss": 0.5}, ("wrong", "val_loss")) == (2, 0.5)
+    assert rank({"val_exact": 0.9, "attn": 0.5}, ("-val_exact", "-attn")) == (-0.9, -0.5)
+    assert rank({"val_loss": 0.5}, "val_loss") == (0.5,)
+    assert rank({"val_loss": 0.5}, ("wrong", "val_loss")) is None  # not evaluated by this monitor
+    # one wrong answer fewer wins whatever the loss; an equal count goes by the loss
+    assert rank({"wrong": 1, "l": 9.0}, ("wrong", "l")) < rank({"wrong": 2, "l": 0.0}, ("wrong", "l"))
+    assert rank({"wrong": 1, "l": 0.2}, ("wrong", "l")) < rank({"wrong": 1, "l": 0.3}, ("wrong", "l"))
+    for bad in ((), ("",), ("-",), 3):
+        with pytest.raises(ValueError, match="monitor"):
+            TrainOptions(steps=1, monitor=bad)
+
+
+def test_a_ranked_monitor_restores_and_lowers_the_rate_by_its_order():
+    model = Tiny(TinyConfig())
+    batches, loss_fn = regression_task()
+    # (exact, attention) per evaluation: the third is the best (most exact, whatever its attention), the
+    # fifth ties it on exactness and loses on attention
+    values = iter([(0.5, 0.9), (0.8, 0.1), (0.9, 0.2), (0.9, 0.3), (0.9, 0.1), (0.7, 1.0)])
+    snapshots = {}
+
+    def eval_fn(m):
+        exact, attn = next(values)
+        snapshots[exact, attn] = m.lin.weight.detach().clone()
+        return {"val_exact": exact, "attn": attn}
+
+    options = TrainOptions(steps=30, lr=0.1, eval_every=5, restore_best=True, plateau=(0.5, 1),
+                           monitor=("-val_exact", "-attn"))
+    h = fit(model, batches, loss_fn, options, eval_fn=eval_fn, progress=False)
+    assert h.restored_step == 20  # (0.9, 0.3): better attention broke the tie with (0.9, 0.2)
+    torch.testing.assert_close(model.lin.weight, snapshots[0.9, 0.3])
+    assert h.column("lr") == [0.1] * 6  # every evaluation up to the fourth was better; two worse since
 
 
 def test_plain_sgd_is_offered_and_other_optimizers_are_refused():
@@ -349,3 +384,22 @@ def test_minibatch_indices_cover_every_item_once_an_epoch():
                                    (0, 4, False, "more than the 0 there are")]:
         with pytest.raises(ValueError, match=message):
             next(minibatch_indices(n, size, torch.Generator(), drop_last=drop))
+
+
+def test_colorbar_passes_its_placement_on_and_writes_its_label_and_ticks_at_label_pt():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2)
+    image = axes[0].imshow(np.random.rand(3, 3))
+    bar = colorbar(fig, image, axes, "attention weight", shrink=0.5, location="bottom")
+    assert bar.ax.get_label() == "<colorbar>" and bar.orientation == "horizontal"  # placed by `location`
+    assert bar.ax.get_position().width < 0.6 * (axes[1].get_position().x1 - axes[0].get_position().x0)  # shrunk
+    label = bar.ax.xaxis.label
+    assert label.get_text() == "attention weight" and label.get_fontsize() == LABEL_PT
+    fig.canvas.draw()
+    ticks = bar.ax.get_xticklabels()
+    assert ticks and all(t.get_fontsize() == LABEL_PT for t in ticks)
+    plt.close(fig)
+    for bad in ("", "   ", None):
+        with pytest.raises(ValueError, match="a colour bar's label says what its colours measure"):
+            colorbar(fig, image, axes, bad)

@@ -1,5 +1,5 @@
-"""Plotting for the whole book: one attention grid, one animation helper, training curves,
-and the source listings that chapters show.
+"""Plotting for the whole book: one attention grid, one animation helper, a labelled colour bar,
+training curves, and the source listings that chapters show.
 
 Animations are matplotlib FuncAnimations shown with `show_animation`, which embeds the
 frames as JavaScript-driven HTML: it plays on the static site without a kernel and
@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import animation
+from matplotlib.colorbar import Colorbar
 from matplotlib.figure import Figure
 
 from toylib.train import History
@@ -27,6 +28,18 @@ def _as_numpy(x) -> np.ndarray:
 LABEL_PT = 9
 TITLE_PT = 11
 DPI = 100
+
+
+def colorbar(fig: Figure, image, ax, label: str, **place) -> Colorbar:
+    """A colour bar for `image` (what imshow returns) beside `ax` (one axes or several), its
+    label and tick labels at LABEL_PT. place: how `fig.colorbar` sets it beside them (shrink,
+    aspect, fraction, pad, location, ...)."""
+    if not isinstance(label, str) or not label.strip():
+        raise ValueError(f"a colour bar's label says what its colours measure, got {label!r}")
+    bar = fig.colorbar(image, ax=ax, **place)
+    bar.set_label(label, fontsize=LABEL_PT)
+    bar.ax.tick_params(labelsize=LABEL_PT)
+    return bar
 
 
 def attention_grid(
@@ -83,9 +96,7 @@ def attention_grid(
 def finish_attention_figure(fig: Figure, image, axes, rows: int, title: str | None = None, aspect: int = 30) -> Figure:
     """The end of every grid of attention panels: one colour bar beside them all, labelled
     "attention weight" at LABEL_PT (shorter for more rows of panels), and the figure's title."""
-    bar = fig.colorbar(image, ax=axes, shrink=min(1.0, 0.9 / rows ** 0.5), aspect=aspect)
-    bar.set_label("attention weight", fontsize=LABEL_PT)
-    bar.ax.tick_params(labelsize=LABEL_PT)
+    colorbar(fig, image, axes, "attention weight", shrink=min(1.0, 0.9 / rows ** 0.5), aspect=aspect)
     if title:
         fig.suptitle(title, fontsize=TITLE_PT)
     return fig

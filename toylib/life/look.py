@@ -12,7 +12,7 @@ from toylib.life.measure import predict
 from toylib.life.net import OffsetAttentionNet, SingleAttentionNet
 from toylib.life.world import check_grids, life_step
 from toylib.live import Live, weights
-from toylib.plot import DPI, LABEL_PT, TITLE_PT
+from toylib.plot import DPI, LABEL_PT, TITLE_PT, colorbar
 
 
 # ----------------------------------------------------------------------------- pictures
@@ -67,9 +67,7 @@ def cell_attention(pattern, cells, *, grid: np.ndarray | None = None, vmax: floa
         ax.set_title(f"cell {cell}", fontsize=LABEL_PT)
     for ax in list(axes.flat)[len(chosen):]:
         ax.axis("off")
-    bar = fig.colorbar(image, ax=axes, shrink=0.9, aspect=20)
-    bar.set_label("attention weight", fontsize=LABEL_PT)
-    bar.ax.tick_params(labelsize=LABEL_PT)
+    colorbar(fig, image, axes, "attention weight", shrink=0.9, aspect=20)
     return fig
 
 
@@ -104,9 +102,7 @@ def hero(model: SingleAttentionNet, grid: np.ndarray, cell=None, columns: int = 
     image = _attention_map(axes[3], weights, cell, float(weights.max()), grid)
     axes[3].set_title(f"where cell {cell} looks", fontsize=TITLE_PT)
     axes[3].set_xlabel(f"its 8 neighbours: {100 * weights[_ring(cell, size)].sum():.1f} %", fontsize=LABEL_PT)
-    bar = fig.colorbar(image, ax=axes[3], shrink=0.8, aspect=15)
-    bar.set_label("attention weight", fontsize=LABEL_PT)
-    bar.ax.tick_params(labelsize=LABEL_PT)
+    colorbar(fig, image, axes[3], "attention weight", shrink=0.8, aspect=15)
     return fig
 
 

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from toylib.decode import greedy_decode
 from toylib.infer import evaluating
 from toylib.live import Live, weights
-from toylib.plot import DPI, LABEL_PT, TITLE_PT, animate
+from toylib.plot import DPI, LABEL_PT, TITLE_PT, animate, colorbar
 from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, nsteps_class, replay
 from toylib.sokoban.measure import START, Walks
 from toylib.sokoban.net import SokobanPolicy
@@ -164,9 +164,7 @@ def animate_solve(frames: SolveFrames, size: float = 2.6, dpi: int = DPI,
         att.set_xticks(ticks, ["goal" if k == 0 else str(k - 1) for k in ticks], fontsize=LABEL_PT)
         att.set_yticks(range(heads), [f"head {h}" for h in range(heads)], fontsize=LABEL_PT)
         att.set_xlabel("key: the goal, then board 0, 1, ...", fontsize=LABEL_PT)
-        bar = fig.colorbar(att.images[0], ax=att, fraction=0.05, pad=0.03)
-        bar.set_label("attention weight", fontsize=LABEL_PT)
-        bar.ax.tick_params(labelsize=LABEL_PT)
+        colorbar(fig, att.images[0], att, "attention weight", fraction=0.05, pad=0.03)
         own = att.add_patch(Rectangle((0.5, -0.5), 1, heads, fill=False, ec="#17becf", lw=2))
         return lambda k: own.set_x(k + 0.5)  # board k is key k + 1
 
@@ -244,9 +242,7 @@ def solve_picture(frames: SolveFrames, title: str | None = None, size: tuple[flo
     att.set_xticks(range(len(ROLES)), [r.replace(" ", "\n") for r in ROLES], fontsize=LABEL_PT)
     att.set_yticks(range(heads), [f"head {h}" for h in range(heads)], fontsize=LABEL_PT)
     att.set_title("last layer: where each head looks (%)", fontsize=TITLE_PT)
-    bar = fig.colorbar(image, ax=att, fraction=0.06, pad=0.03)
-    bar.set_label("share of attention", fontsize=LABEL_PT)
-    bar.ax.tick_params(labelsize=LABEL_PT)
+    colorbar(fig, image, att, "share of attention", fraction=0.06, pad=0.03)
     if title:
         fig.suptitle(title, fontsize=TITLE_PT)
     return fig

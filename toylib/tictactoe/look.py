@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 
 from toylib.infer import infer
 from toylib.live import Live, weights
-from toylib.plot import DPI, LABEL_PT, attention_grid
+from toylib.plot import DPI, LABEL_PT, attention_grid, colorbar
 from toylib.tictactoe.measure import Policy, check_boards_tensor, model_moves
 from toylib.tictactoe.net import TOKEN_KIND, TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet
 from toylib.tictactoe.world import EMPTY, LINES, O, SYMBOLS, X, TicTacToe, best_move, board_image, threats, to_move
@@ -164,9 +164,7 @@ def move_and_attention(model: TicTacToeNet, boards: Sequence[Sequence[int]], tit
     place = {"location": "bottom", "aspect": 12} if stacked else {"aspect": 15}
     for image, row, label in ((probs, axes[0], "move probability"),
                               (weights, axes[1], f"attention weight,\nlayer {layer} head {head}")):
-        bar = fig.colorbar(image, ax=row.tolist(), shrink=0.9, **place)
-        bar.set_label(label, fontsize=LABEL_PT)
-        bar.ax.tick_params(labelsize=LABEL_PT)
+        colorbar(fig, image, row.tolist(), label, shrink=0.9, **place)
     return fig
 
 
