@@ -78,7 +78,9 @@ class TrainOptions:
     plateau: tuple[float, int] | None = None  # (factor, patience): ReduceLROnPlateau on `monitor` instead
     eval_every: int = 100  # steps between evaluations
     log_every: int | None = None  # steps between records of the training loss alone (cheap: no evaluation)
-    monitor: str = "val_loss"  # the evaluation metric (lower is better) for plateau, patience and restore_best
+    # what plateau, patience and restore_best rank evaluations by: a metric of the evaluation (lower is better;
+    # "-name": higher is better), or several, ranked in order: the first decides, the next breaks its ties
+    monitor: str | tuple[str, ...] = "val_loss"
     patience: int | None = None  # early stopping after this many evaluations without a better `monitor`
     restore_best: bool = False  # out of steps: restore the weights of the best `monitor`
     grad_clip: float | None = None  # clip the gradient norm to this
@@ -100,6 +102,20 @@ class TrainOptions:
             raise ValueError(f"optimizer must be 'adamw' or 'sgd', got {self.optimizer!r}")
         if self.schedule not in ("constant", "cosine"):
             raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.schedule!r}")
+        names = (self.monitor,) if isinstance(self.monitor, str) else self.monitor
+        if not isinstance(names, tuple) or not names or not all(isinstance(n, str) and n.lstrip("-") for n in names):
+            raise ValueError(f"monitor must be a metric's name or a tuple of them, got {self.monitor!r}")
+
+
+def rank(record: dict[str, float], monitor: str | tuple[str, ...]) -> tuple[float, ...] | None:
+    """Where an evaluation stands by `monitor` (see `TrainOptions.monitor`), as a tuple that
+    sorts the best first: Python compares tuples in order, so the first metric decides and
+    the next only breaks its ties, with no weights to choose. None when the record lacks one
+    of the metrics."""
+    names = (monitor,) if isinstance(monitor, str) else monitor
+    if any(n.lstrip("-") not in record for n in names):
+        return None
+    return tuple(-record[n[1:]] if n.startswith("-") else record[n] for n in names)
 
 
 def prepare(seed: int, build: Callable[[], nn.Module],
@@ -160,8 +176,12 @@ def fit(
         at the end; metrics are stored in the history.
     options.log_every: also record the mean training loss every that many steps, without
         evaluating (a finer loss curve for the price of nothing).
-    options.patience: early stopping when `monitor` (lower is better) has not improved for
-        that many evaluations; the weights of the best evaluation are restored.
+    options.monitor: how evaluations rank (`rank`); "better" below means ranked higher.
+    options.plateau (factor, patience): the learning rate times `factor` once more than
+        `patience` evaluations in a row are no better than the best (ReduceLROnPlateau's rule,
+        without its threshold: any better evaluation counts).
+    options.patience: early stopping when `monitor` has not improved for that many
+        evaluations; the weights of the best evaluation are restored.
     options.restore_best: when training runs out of steps, restore the weights of the
         evaluation with the best `monitor`, so that a late loss spike is never the final model.
     callback(step, model, history) runs after every evaluation (for attention snapshots,
@@ -193,11 +213,10 @@ def fit(
         opt = torch.optim.AdamW(groups, lr=o.lr)
     else:
         opt = torch.optim.SGD(groups, lr=o.lr)
-    if o.plateau is not None:
-        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=o.plateau[0], patience=o.plateau[1])
-    else:
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(o.schedule, s, o.steps, o.warmup))
-    history, best, best_state, best_step, bad_evals = History(), math.inf, None, None, 0
+    sched = None if o.plateau is not None else \
+        torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(o.schedule, s, o.steps, o.warmup))
+    history, best, best_state, best_step = History(), None, None, None
+    bad_evals, stalled = 0, 0  # evaluations since the best; the same, since the plateau last lowered the rate
     it: Iterator[Batch] = iter(batches)
     bar = tqdm(total=o.steps, disable=not progress, mininterval=0.5, leave=True)
     # A step reads nothing back from the device: the losses add up as a tensor, and metrics stay
@@ -216,7 +235,7 @@ def fit(
         if o.grad_clip is not None:
             nn.utils.clip_grad_norm_(model.parameters(), o.grad_clip)
         opt.step()
-        if o.plateau is None:
+        if sched is not None:
             sched.step()
         running = running + _wide(loss.detach())  # as Python's float sum of .item() values, without the wait
         n_running += 1
@@ -246,16 +265,18 @@ def fit(
         history.records.append(record)
         history.seconds, history.steps = train_seconds, step
         bar.set_postfix({k: f"{v:.4g}" for k, v in record.items() if k not in ("step", "seconds", "lr")}, refresh=False)
-        if o.monitor in record:
-            value = record[o.monitor]
-            if o.plateau is not None:
-                sched.step(value)
-            if value < best:
-                best, best_step, bad_evals = value, step, 0
+        place = rank(record, o.monitor)
+        if place is not None:
+            if best is None or place < best:
+                best, best_step, bad_evals, stalled = place, step, 0, 0
                 if o.patience is not None or o.restore_best:
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             else:
-                bad_evals += 1
+                bad_evals, stalled = bad_evals + 1, stalled + 1
+            if o.plateau is not None and stalled > o.plateau[1]:
+                for group in opt.param_groups:
+                    group["lr"] *= o.plateau[0]
+                stalled = 0
             if o.patience is not None and bad_evals >= o.patience:
                 history.stop_reason = "early_stopping"
                 break

@@ -58,8 +58,8 @@ class LifeConfig:
         return self.grid_size * self.grid_size
 
     def train_options(self) -> TrainOptions:
-        # out of steps, keep the best validated weights: one number ranks them (see training.train)
-        return TrainOptions.from_config(self, monitor="val_shortfall", restore_best=True)
+        # out of steps, keep the best validated weights: the most exact, then the most attention on the neighbours
+        return TrainOptions.from_config(self, monitor=("-val_exact", "-neighbour_attention"), restore_best=True)
 
 
 # OffsetAttentionNet's settings: a token of 8 numbers is enough when nothing encodes position,

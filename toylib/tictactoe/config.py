@@ -26,9 +26,11 @@ class TicTacToeConfig:
     decay_all: bool = True  # decay biases and LayerNorm gains too (False: nanoGPT's rule; measured, no better)
     batch_size: int = 128
     max_epochs: int = 100
-    plateau_factor: float = 0.5  # ReduceLROnPlateau on `monitor`, stepped once an epoch
+    plateau_factor: float = 0.5  # the learning rate times this after `plateau_patience` epochs without a better `monitor`
     plateau_patience: int = 10  # epochs
-    monitor: str = "shortfall"  # what early stopping watches: "shortfall" (non-optimal moves), or "val_loss" (the post's)
+    # what the plateau, early stopping and the restored weights rank epochs by (`toylib.train.rank`): the positions
+    # given a non-optimal move, then the validation loss; or "val_loss" alone (the post's)
+    monitor: str | tuple[str, ...] = ("non_optimal", "val_loss")
     early_stopping: int | None = 60  # epochs without a better `monitor`, then the best weights are restored
     stop_at_target: bool = True  # stop once every train and validation position gets an optimal move
     # learn from the validation classes too: the stopping rule above needs no held-out data,

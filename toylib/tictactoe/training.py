@@ -24,7 +24,7 @@ def train(config: TicTacToeConfig, data: Dataset | None = None, device: torch.de
     """Train on the training split (with `train_on_val`, on the validation split too), one
     evaluation per epoch. Without `data`, the data is `for_config(config)`.
 
-    The learning rate is halved when `monitor` stalls (ReduceLROnPlateau, stepped).
+    The learning rate is halved when `monitor` stalls (`plateau_patience` epochs).
     With `early_stopping`, training stops after that many epochs without a better `monitor`
     and the best weights are restored (the post's rule, on the validation loss). With
     `stop_at_target`, it stops at the first epoch where every training and validation
@@ -39,7 +39,7 @@ def train(config: TicTacToeConfig, data: Dataset | None = None, device: torch.de
 
     # scoring every training position each epoch costs about as much as an epoch of training
     # for a small model: only when the stopping rule needs it
-    needs_train = config.stop_at_target or config.monitor == "shortfall"
+    needs_train = config.stop_at_target or "non_optimal" in config.monitor
 
     def evaluate(m):
         val_loss = tictactoe_loss(m, data.val, config.loss).item()
@@ -48,11 +48,9 @@ def train(config: TicTacToeConfig, data: Dataset | None = None, device: torch.de
         if needs_train:
             learnt = score(m, learn)
             record["train_optimal"] = learnt.optimal  # over every position learnt from
-            # positions given a non-optimal move, validation and training alike (each
-            # counted once); the loss only breaks ties. Early stopping and the restored
-            # weights go by this.
-            wrong = (1 - learnt.optimal) * len(learn) + (0 if config.train_on_val else (1 - val.optimal) * len(data.val))
-            record["shortfall"] = wrong + min(val_loss, 1.0)
+            # positions given a non-optimal move, validation and training alike (each counted once)
+            record["non_optimal"] = round((1 - learnt.optimal) * len(learn)
+                                          + (0 if config.train_on_val else (1 - val.optimal) * len(data.val)))
         return record
 
     def at_target(r):
