@@ -8,6 +8,10 @@ A target whose value depends on the machine (a training time) is marked `machine
 `table(..., machine=False)` leaves it out, so that the table nbval compares is the same on
 every run, and `table(..., machine=True)` prints it in a cell of its own.
 
+A goal is written once: `share_target`, `below_target` and `count_target` write a row's goal
+text and its verdict from the same number, and show the measured value on the same side of the
+goal as the value itself (99.0 % is never printed beside a miss of ">= 99 %").
+
 `check` is what a chapter asserts when it runs: its targets met and the claims of its prose
 true for the numbers just computed, so that re-executing a chapter on any machine (the book
 build, nbval, Colab) fails loudly where a claim no longer holds.
@@ -16,8 +20,11 @@ build, nbval, Colab) fails loudly where a claim no longer holds.
 from __future__ import annotations
 
 import dataclasses
+import math
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
@@ -67,6 +74,93 @@ def time_target(seconds: float, limit: float, measure: str = "training time") ->
         raise ValueError(f"a time budget must be positive, got {limit}")
     goal = f"<= {limit / 60:.0f} min" if limit >= 60 and limit % 60 == 0 else f"<= {limit:.0f} s"
     return Target(measure, goal, seconds_text(seconds), bool(seconds <= limit), machine=True)
+
+
+def _decimal(x: float) -> Decimal:
+    """`x` as the decimal its writer typed: 0.995 -> Decimal("0.995"), not the binary float's
+    0.99499999999999999555910790149937..."""
+    return Decimal(str(float(x)))
+
+
+def _text(x: Decimal) -> str:
+    """A goal's number as the book prints it: "99.5", "99", "1e-6"."""
+    x = x.normalize()
+    if x.adjusted() < -4:  # small numbers in e-notation, without a leading zero in the exponent
+        mantissa, exponent = f"{x:e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return f"{x:f}"
+
+
+def _check_share(share: float, name: str) -> None:
+    # a float32 sum of attention weights can pass 1 by a rounding or two
+    if not -1e-6 <= share <= 1 + 1e-6 and not math.isnan(share):
+        raise ValueError(f"{name} must be a share in [0, 1], got {share}")
+
+
+def _percent_goal(share_goal: float, digits: int, measure: str) -> Decimal:
+    """A share's goal in percent (0.995 -> 99.5), checked to be one that `digits` decimals can show."""
+    goal = 100 * _decimal(share_goal)
+    if not isinstance(digits, int) or digits < 0 or goal.normalize().as_tuple().exponent < -digits:
+        raise ValueError(f"{digits} decimals cannot show a goal of {_text(goal)} % ({measure!r})")
+    return goal
+
+
+def _shown(share: float, goal: Decimal, under: bool, digits: int) -> str:
+    """`share` in percent at `digits` decimals: rounded to the nearest, but never across `goal`
+    (a percent). A share `under` the goal shows under it (0.98996 beside 99: "98.9 %", not
+    "99.0 %"); one at or over it shows at or over it."""
+    if math.isnan(share):
+        return pct(share, digits)
+    unit = Decimal(1).scaleb(-digits)
+    shown = Decimal(f"{100 * max(share, 0.0):.{digits}f}")  # never "-0.00 %"
+    if (shown < goal) != under:
+        line = (goal / unit).to_integral_value(ROUND_CEILING) * unit  # the least shown value at or over the goal
+        shown = line - unit if under else line
+    return f"{shown:.{digits}f} %"
+
+
+def share_target(measure: str, share: float, floor: float = 1.0, digits: int = 2) -> Target:
+    """A share that must reach `floor`: goal ">= 99.5 %" for a floor of 0.995, "100 %" for 1.
+    Met when share >= floor; shown in percent at `digits` decimals, on its side of the goal (a
+    share of 0.99996 against 100 % shows "99.99 %", never "100.00 %")."""
+    if not 0 <= floor <= 1:
+        raise ValueError(f"the floor of a share must be in [0, 1], got {floor} for {measure!r}")
+    _check_share(share, f"the share of {measure!r}")
+    goal = _percent_goal(floor, digits, measure)
+    met = bool(share >= floor)
+    text = "100 %" if floor == 1 else f">= {_text(goal)} %"
+    return Target(measure, text, _shown(share, goal, not met, digits), met)
+
+
+def below_target(measure: str, value: float, ceiling: float, share: bool = False, digits: int = 2) -> Target:
+    """A value that must stay under `ceiling`: met when value < ceiling. A `share` reads in
+    percent (goal "< 1 %", measured at `digits` decimals on its side of the goal); any other
+    value reads as a number and is shown by the side it is on (goal "< 1e-6", measured "< 1e-6"
+    or "1e-6 or more")."""
+    if not math.isfinite(ceiling) or ceiling <= 0 or (share and ceiling > 1):
+        raise ValueError(f"a ceiling must be {'in (0, 1] for a share' if share else 'positive'}, "
+                         f"got {ceiling} for {measure!r}")
+    met = bool(value < ceiling)
+    if not share:
+        text = _text(_decimal(ceiling))
+        return Target(measure, f"< {text}", f"< {text}" if met else f"{text} or more", met)
+    _check_share(value, f"the share of {measure!r}")
+    goal = _percent_goal(ceiling, digits, measure)
+    return Target(measure, f"< {_text(goal)} %", _shown(value, goal, met, digits), met)
+
+
+def count_target(measure: str, count: int, total: int, goal: int | None = None) -> Target:
+    """`count` of `total` that must be exactly `goal` (all of them unless given): goal
+    "4 of 4" or "0 of 8", measured "3 of 4"."""
+    try:
+        count, total = operator.index(count), operator.index(total)
+        goal = total if goal is None else operator.index(goal)
+    except TypeError:
+        raise ValueError(f"counts must be whole numbers, got {count!r} of {total!r} (goal {goal!r}) "
+                         f"for {measure!r}") from None
+    if not (0 <= count <= total and 0 <= goal <= total):
+        raise ValueError(f"count {count} and goal {goal} must be in [0, {total}] for {measure!r}")
+    return Target(measure, f"{goal} of {total}", f"{count} of {total}", count == goal)
 
 
 def all_met(targets: Iterable[Target]) -> bool:

@@ -15,7 +15,7 @@ from toylib.life.config import LifeConfig
 from toylib.life.dataset import LifeData, neighbourhood_grids, random_grids, unseen_grids
 from toylib.life.net import LifeNet, OffsetAttentionNet, SingleAttentionNet, neighbour_mask
 from toylib.life.world import check_grids, grid_shape, life_run, life_step
-from toylib.targets import Target, pct, time_target
+from toylib.targets import Target, share_target, time_target
 
 
 # ----------------------------------------------------------------------------- what validation reads of a model: its answers, its attention
@@ -141,8 +141,7 @@ def any_size_targets(result: dict[tuple, float], train_seconds: float, grids: in
     targets = []
     for key, value in result.items():
         if key[0] == "grids":
-            targets.append(Target(f"exact next state, {grids:,} random {_shape_name(key[1])} grids", "100 %",
-                                  pct(value), value == 1))
+            targets.append(share_target(f"exact next state, {grids:,} random {_shape_name(key[1])} grids", value))
         else:
             targets.append(Target(f"exact {_shape_name(key[1])} game, {key[2]} steps on own outputs", "yes",
                                   "yes" if value == 1 else "no", value == 1))
@@ -185,14 +184,10 @@ class Summary:
     def targets(self, train_seconds: float, grid_size: int, time_limit: float = 180.0) -> list[Target]:
         """The chapter's summary: the targets and what was measured."""
         return [
-            Target(f"exact next state, {self.test_grids:,} unseen grids", "100 %", pct(self.test_exact),
-                   self.test_exact == 1),
-            Target(f"exact games, {self.games} x {self.game_steps} steps on own outputs", "100 %",
-                   pct(self.games_exact), self.games_exact == 1),
-            Target("3x3 neighbourhoods right at every cell (of 512)", "100 %", pct(self.neighbourhoods_right),
-                   self.neighbourhoods_right == 1),
-            Target("attention on the 8 neighbours (mean)", ">= 99 %", f"{100 * self.neighbour_attention:.1f} %",
-                   bool(self.neighbour_attention >= 0.99)),
+            share_target(f"exact next state, {self.test_grids:,} unseen grids", self.test_exact),
+            share_target(f"exact games, {self.games} x {self.game_steps} steps on own outputs", self.games_exact),
+            share_target("3x3 neighbourhoods right at every cell (of 512)", self.neighbourhoods_right),
+            share_target("attention on the 8 neighbours (mean)", self.neighbour_attention, 0.99, digits=1),
             Target("grid size", "16x16 (post)", f"{grid_size}x{grid_size}", True if grid_size == 16 else None),
             time_target(train_seconds, time_limit),
         ]

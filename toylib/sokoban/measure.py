@@ -20,7 +20,7 @@ from toylib.sokoban.config import SokobanConfig
 from toylib.sokoban.dataset import UNSOLVABLE, SokobanSet
 from toylib.sokoban.net import SokobanPolicy, loss_from_logits, to_batch
 from toylib.sokoban.world import ACTION_NAMES, CHANNELS, SIZE, UNDO, Board, Play, encode, neighbours, walled
-from toylib.targets import Table, Target, format_table, pct, time_target
+from toylib.targets import Table, Target, count_target, format_table, pct, share_target, time_target
 
 # ----------------------------------------------------------------------------- solving with the policy
 
@@ -422,25 +422,21 @@ def sokoban_targets(acc: Accuracies, greedy: Solves, beam: Solves, seconds: floa
     ours = post_rows(acc, beam)[:-1]  # the post's mean length is on boards of its own: not compared
     ahead = sum(o > p for o, (p, _) in zip(ours, POST_TABLE.values()))
     targets = [
-        Target(f"solve rate, beam 32, {len(beam.lengths):,} held-out boards", ">= 99.5 %", pct(beam.rate),
-               beam.rate >= 0.995),
-        Target(f"solve rate, greedy, {len(greedy.lengths):,} held-out boards", ">= 98 %", pct(greedy.rate),
-               greedy.rate >= 0.98),
-        Target("solvability accuracy, start boards", ">= 99 %", pct(acc.solvability), acc.solvability >= 0.99),
-        Target("optimal move (any shortest solution)", ">= 98.5 %", pct(acc.optimal), acc.optimal >= 0.985),
+        share_target(f"solve rate, beam 32, {len(beam.lengths):,} held-out boards", beam.rate, 0.995),
+        share_target(f"solve rate, greedy, {len(greedy.lengths):,} held-out boards", greedy.rate, 0.98),
+        share_target("solvability accuracy, start boards", acc.solvability, 0.99),
+        share_target("optimal move (any shortest solution)", acc.optimal, 0.985),
         Target("mean length, beam 32, against BFS's", "equal", f"{beam.mean_length:.3f} / {beam.optimal_length:.3f}",
                shortest),
-        Target("rows of the post's table beaten", f"{len(ours)} of {len(ours)}", f"{ahead} of {len(ours)}",
-               ahead == len(ours)),
+        count_target("rows of the post's table beaten", ahead, len(ours)),
         Target("top-1 policy accuracy (the post's one label)", "-", pct(acc.policy_top1), None),
     ]
     if other is not None:
         other_acc, other_beam = other
         targets += [
-            Target("other generator: solvability accuracy", ">= 98 %", pct(other_acc.solvability),
-                   other_acc.solvability >= 0.98),
-            Target(f"other generator: solve rate, beam 32, {len(other_beam.lengths):,} boards", ">= 98 %",
-                   pct(other_beam.rate), other_beam.rate >= 0.98),
+            share_target("other generator: solvability accuracy", other_acc.solvability, 0.98),
+            share_target(f"other generator: solve rate, beam 32, {len(other_beam.lengths):,} boards",
+                         other_beam.rate, 0.98),
         ]
     if seconds is not None:
         targets.append(time_target(seconds, time_limit, "data and both models' training"))

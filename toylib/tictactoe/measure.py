@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from toylib.attention import count_parameters
 from toylib.draws import stream
 from toylib.infer import infer
-from toylib.targets import Target, format_table, pct, time_target
+from toylib.targets import Target, format_table, pct, share_target, time_target
 from toylib.tictactoe.config import POST_SMALLEST, TicTacToeConfig
 from toylib.tictactoe.dataset import Dataset, Positions
 from toylib.tictactoe.net import TicTacToeNet
@@ -161,10 +161,8 @@ class Summary:
         """The chapter's summary: the targets and what was measured."""
         games = lambda c: f"{c['loss']} lost of {sum(c.values()):,} ({c['win']:,} won)"  # noqa: E731
         return [
-            Target(f"optimal move, {self.test.n} held-out test positions", "100 %", pct(self.test.optimal),
-                   self.test.optimal == 1),
-            Target(f"optimal move, all {self.everything.n:,} open positions", "100 %", pct(self.everything.optimal),
-                   self.everything.optimal == 1),
+            share_target(f"optimal move, {self.test.n} held-out test positions", self.test.optimal),
+            share_target(f"optimal move, all {self.everything.n:,} open positions", self.everything.optimal),
             Target("exhaustive play as X, every reply", "0 lost", games(self.exhaustive_x), self.exhaustive_x["loss"] == 0),
             Target("exhaustive play as O, every reply", "0 lost", games(self.exhaustive_o), self.exhaustive_o["loss"] == 0),
             Target("parameters", f"<= {max_parameters:,} (the post's smallest)", f"{self.parameters:,}",
