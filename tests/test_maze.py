@@ -10,7 +10,7 @@ from torch import nn
 
 from toylib import cli
 from toylib.attention import count_parameters
-from toylib.maze.config import FIRST, POST, MazeConfig
+from toylib.maze.config import FIRST, POST, BaseMazeConfig, MazeConfig, PostMazeConfig
 from toylib.maze.dataset import (
     PAD,
     connections,
@@ -535,17 +535,35 @@ def test_a_short_training_run_learns_and_repeats_itself():
 
 
 def test_bad_configs_are_refused():
-    for change, message in [
-        (dict(model="lstm"), "model must be"),
-        (dict(d_model=30, n_heads=4), "multiple of n_heads"),
-        (dict(model="post", d_model=16), "at least 27"),
-        (dict(embed=True), "looped model always embeds"),
-        (dict(n_decoder_layers=0), "at least 1"),
-        (dict(radius=0), "radius"),
-        (dict(batch_size=0), "positive"),
+    for base, change, message in [
+        (MazeConfig(), dict(d_model=30, n_heads=4), "multiple of n_heads"),
+        (MazeConfig(), dict(n_decoder_layers=0), "at least 1"),
+        (MazeConfig(), dict(radius=0), "radius"),
+        (MazeConfig(), dict(batch_size=0), "positive"),
+        (POST, dict(d_model=16), "at least 27"),  # raw numbers need room for a tile's pixels, row and column
+        (POST, dict(n_encoder_layers=0), "n_encoder_layers must be at least 1"),
+        (POST, dict(n_heads=5), "multiple of n_heads"),  # the base's checks hold for the post's config too
     ]:
         with pytest.raises(ValueError, match=message):
-            dataclasses.replace(MazeConfig(), **change)
+            dataclasses.replace(base, **change)
+    dataclasses.replace(POST, d_model=16, embed=True)  # embedded, the width is free
+
+
+def test_each_model_s_config_holds_only_what_its_model_reads():
+    assert POST == PostMazeConfig() and type(POST) is PostMazeConfig  # the post's model and recipe, as defaults
+    assert isinstance(build_model(POST), PostMazeNet) and isinstance(build_model(MazeConfig()), MazeNet)
+    shared = {f.name for f in dataclasses.fields(BaseMazeConfig)}
+    looped = {f.name for f in dataclasses.fields(MazeConfig)} - shared
+    post = {f.name for f in dataclasses.fields(PostMazeConfig)} - shared
+    assert looped == {"radius", "ways", "wave", "squash", "window", "extra_passes"}
+    assert post == {"n_encoder_layers", "embed"}
+    assert "model" not in shared  # the config's class says which model
+    with pytest.raises(TypeError, match="embed"):
+        MazeConfig(embed=True)
+    with pytest.raises(TypeError, match="window"):
+        PostMazeConfig(window=True)
+    with pytest.raises(ValueError, match="MazeConfig or a PostMazeConfig"):
+        build_model(BaseMazeConfig())
 
 
 # ----------------------------------------------------------------------------- look inside, and the board to edit
@@ -698,6 +716,26 @@ def test_the_post_s_model_is_a_preset():
     assert cli.configure(training.CHAPTER) == MazeConfig()
     with pytest.raises(SystemExit):
         cli.parser(training.CHAPTER).parse_args(["--post"])
+    args = cli.parser(training.CHAPTER).parse_args(["--preset", "post", "--set", "steps=4", "embed=True"])
+    config = cli.configure(training.CHAPTER, cli.parse_changes(args.set), args.preset)
+    assert config == PostMazeConfig(steps=4, embed=True)
+    # the post's fields are the post's config's alone: without the preset, a clear refusal that names it
+    with pytest.raises(ValueError, match=r"MazeConfig has no field embed \(--preset post has it\)"):
+        cli.configure(training.CHAPTER, {"embed": True})
+    with pytest.raises(ValueError, match="PostMazeConfig has no field radius"):
+        cli.configure(training.CHAPTER, {"radius": 3}, preset="post")
+
+
+def test_the_command_line_saves_and_loads_the_post_s_model(monkeypatch, capsys, tmp_path):
+    chapter, path = _tiny_chapter(monkeypatch), str(tmp_path / "post.pt")
+    tiny = ["steps=2", "eval_every=2", "n_train=40", "d_model=28", "n_heads=4", "d_mlp=8", "n_encoder_layers=1",
+            "n_decoder_layers=1"]
+    trained = cli.run(["--device", "cpu", "--quiet", "--preset", "post", "--set", *tiny, "--save", path], chapter)
+    loaded = cli.run(["--device", "cpu", "--quiet", "--preset", "post", "--load", path], chapter)  # into its class
+    assert "trained 2 steps" in capsys.readouterr().out
+    assert [t.measured for t in loaded if not t.machine] == [t.measured for t in trained if not t.machine]
+    with pytest.raises(ValueError, match="unknown to MazeConfig"):  # the preset names the class to load into
+        cli.run(["--device", "cpu", "--quiet", "--load", path], chapter)
 
 
 def test_encoder_search_reads_a_move_for_every_tile_a_walker_reaches():
@@ -909,8 +947,6 @@ def test_the_search_preset_adds_a_way_head_bounded_states_and_a_window_and_nothi
     loss.backward()
     assert metrics["way_loss"] > 0 and model.way_head.weight.grad.abs().sum() > 0
     assert ways_to_end(pixels)[0].any(-1).all()  # every tile has a class to learn
-    with pytest.raises(ValueError, match="post's has none"):
-        MazeConfig(model="post", d_model=32, embed=True, window=True)
     with pytest.raises(ValueError, match=">= 0"):
         MazeConfig(squash=-1.0)
 

@@ -6,20 +6,24 @@ Core modules, used by every chapter:
 - ``toylib.draws``     named random streams of a seed, and draws that never repeat
 - ``toylib.grids``     the 8 symmetries of a grid (tic-tac-toe, Sokoban)
 - ``toylib.attention`` attention, multi-head attention, encoder/decoder blocks and stacks
-- ``toylib.train``     the one training loop, its options and history, snapshots, checkpoints
+- ``toylib.train``     the one training loop, its options, how it ranks evaluations, its history,
+                        snapshots, checkpoints, and what every chapter's training starts with
 - ``toylib.infer``     running a model on many inputs: batched, eval mode, no gradients
 - ``toylib.decode``    greedy decoding and beam search for autoregressive models, one search or many at once
 - ``toylib.search``    breadth-first search and A* over a small state interface
-- ``toylib.targets``   a chapter's targets as data, and the summary table built from them
-- ``toylib.plot``      attention grids, animations, training curves, code listings
+- ``toylib.targets``   a chapter's targets as data (each goal written once), and the summary table
+- ``toylib.plot``      attention grids, animations, training curves, colour bars, code listings
 - ``toylib.live``      live boards: a chapter's trained model run in the reader's browser
 - ``toylib.cli``       the command line every chapter shares: python -m toylib.<chapter>
+- ``toylib.chapters``  the one list of chapters, in reading order, and each one's contract
 
-One package per chapter, each with the same rooms (its ``__init__`` docstring is its map):
-``world`` (rules, ground truth, generators; no learning), ``dataset`` (splits, dedupe,
-batches), ``net`` (config, model, loss, training), ``measure`` (the model at work, scored
-against the chapter's targets, and the command line), ``look`` (attention analyses,
-animations, the interactive board), and extra rooms where a chapter has them. The chapters:
+One package per chapter, each with the same rooms, every import pointing up this list (its
+``__init__`` docstring is its map; ``CONTRIBUTING.md`` says how to add a chapter): ``world``
+(rules, ground truth, generators; no learning), ``config`` (the config and its presets),
+``dataset`` (splits, dedupe, batches), ``net`` (the model and its loss), ``measure`` (the model
+at work, scored against the chapter's targets), ``training`` (training, the side experiments,
+the command line), ``look`` (attention analyses, animations, the interactive board), and extra
+rooms where a chapter has them. The chapters:
 ``toylib.life`` (Conway's Game of Life), ``toylib.sequences`` (copy, reverse, rotate,
 filter), ``toylib.tictactoe`` (the game, minimax and its model), ``toylib.maze`` (mazes of
 tiles, BFS, the post's model and a looped one that searches), ``toylib.sokoban`` (one-box

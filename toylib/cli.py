@@ -124,7 +124,12 @@ def configure(chapter: Chapter, changes: dict[str, Any] | None = None, preset: s
     fields = {f.name for f in dataclasses.fields(base)}
     unknown = sorted(set(changes or {}) - fields)
     if unknown:
-        raise ValueError(f"{type(base).__name__} has no field {', '.join(unknown)}; its fields: {', '.join(sorted(fields))}")
+        # a preset may be of another config class (maze's post model), with fields of its own
+        having = [name for name, p in chapter.presets.items()
+                  if set(unknown) <= {f.name for f in dataclasses.fields(p)}]
+        hint = f" (--preset {' or '.join(having)} has it)" if having else ""
+        raise ValueError(f"{type(base).__name__} has no field {', '.join(unknown)}{hint}; "
+                         f"its fields: {', '.join(sorted(fields))}")
     return dataclasses.replace(base, **(changes or {}))
 
 
@@ -134,7 +139,10 @@ def run(argv: Sequence[str] | None, chapter: Chapter) -> list[Target]:
     args = p.parse_args(argv)
     device = setup(args.threads, args.device)
     if args.load:
-        model, config, extra = load_checkpoint(args.load, chapter.build_model, chapter.config_cls)
+        # a preset may be of another config class (maze's post model): --preset names the class to load into
+        preset = getattr(args, "preset", None)
+        config_cls = type(chapter.presets[preset]) if preset is not None else chapter.config_cls
+        model, config, extra = load_checkpoint(args.load, chapter.build_model, config_cls)
         seconds = extra.get("train_seconds", math.nan)
         data = chapter.for_config(config)  # the data is rebuilt from the config, as training built it
         print(f"loaded {args.load}")

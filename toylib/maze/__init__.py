@@ -24,8 +24,10 @@ training`, and the config's names: `from toylib.maze.config import MazeConfig, P
   `follow_moves`), the ground truth (`MazeState`, `shortest_path`, `check_solution`), the
   post's generator (`random_maze`), a second one with no loops (`spanning_tree_maze`) and
   `draw_maze`.
-- `config.py`: `MazeConfig` (the model and how it trains), `FIRST` (the chapter's first looped
-  model, before it was taught to search) and `POST` (the post's model and recipe).
+- `config.py`: one config per model, each with only what its model reads, on `BaseMazeConfig`
+  (the widths and how to train): `MazeConfig` (the chapter's looped model), `FIRST` (its first
+  version, before it was taught to search), `PostMazeConfig` (the post's model) and `POST`
+  (its defaults: the post's model and recipe).
 - `dataset.py`: maze keys, `MazeSet`, the splits (`make_splits`; a config's: `for_config`) and
   the mazes beyond them (`make_mazes`, of either kind); the tensor views the models read
   (`tile_view`, `connections`, `walk_tiles`, `invalid_last_move`, `solution_tensor`, ...).
@@ -37,7 +39,7 @@ training`, and the config's names: `from toylib.maze.config import MazeConfig, P
 - `measure.py`: solving (`solve_greedy`), `token_accuracy`, `Scores` and `score` (training
   validates by them), `no_causal_mask`, `length_table`, the chapter's targets (`beyond_sets`,
   `far_sets` for a model that searches, `maze_targets`, `measure`).
-- `training.py`: `build_model` (either model, from a config), `train`, and the command line
+- `training.py`: `build_model` (the model a config's class names), `train`, and the command line
   (`python -m toylib.maze`, `--preset post`, `--preset first`).
 - `look.py`: the encoder's search read through the decoder (`encoder_search`) and through the
   way head (`wave`), where the decoder's heads look (`where_heads_look`), ablating them

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from toylib.draws import budget, distinct, stream
-from toylib.maze.config import MazeConfig
+from toylib.maze.config import BaseMazeConfig
 from toylib.maze.world import (CENTRE, DIRECTIONS, DOWN, END_MARK, LEFT, MOVE_NAMES, RIGHT, START, START_MARK, STEP,
                                STOP, TILE, UP, Sample,
                                check_lengths, check_pixels, exits, grid_shape, random_maze, spanning_tree_maze)
@@ -88,7 +88,7 @@ def make_splits(
     return {"train": train, "val": val, "test": test}
 
 
-def for_config(config: MazeConfig) -> dict[str, MazeSet]:
+def for_config(config: BaseMazeConfig) -> dict[str, MazeSet]:
     """The mazes a model of `config` trains on (`n_train` of them), is validated on and is
     tested on: `make_splits` from the config's `data_seed`. The one place they are built."""
     return make_splits(n_train=config.n_train, seed=config.data_seed)

@@ -354,9 +354,10 @@ def live_board(model: MazeModel, maze=None, seed: int = 0):
     and the end, then watch `model` walk it step by step beside BFS's shortest path, or draw a
     new maze with no loops of 5x5 to 10x10 tiles. Starts from `maze` (pixels), or one of the
     post's mazes drawn from `seed`. Needs the chapter's looped model."""
+    if not isinstance(model, MazeNet):
+        raise ValueError(f"the live board runs the chapter's looped model (a MazeNet, from a MazeConfig), "
+                         f"got a {type(model).__name__}")
     c = model.config
-    if c.model != "looped":
-        raise ValueError("the live board runs the chapter's looped model (MazeConfig(model='looped'))")
     layout = from_pixels(maze if maze is not None else random_maze(stream(seed)).maze)
     rows, cols = layout.arms.shape[:2]
     return Live("maze", "ToyMaze", {

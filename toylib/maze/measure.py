@@ -16,7 +16,7 @@ from torch import nn
 from toylib.attention import MultiHeadAttention
 from toylib.decode import greedy_decode
 from toylib.infer import infer
-from toylib.maze.config import MazeConfig
+from toylib.maze.config import BaseMazeConfig
 from toylib.maze.dataset import PAD, MazeSet, connections, invalid_last_move, make_mazes, solution_tensor
 from toylib.maze.net import MazeModel, Memory
 from toylib.maze.world import START, STOP, check_pixels, check_solution
@@ -220,7 +220,7 @@ def maze_targets(test: Scores, train_seconds: float, beyond: dict[str, Scores] |
     return targets
 
 
-def measure(model: MazeModel, config: MazeConfig, data: dict[str, MazeSet], train_seconds: float,
+def measure(model: MazeModel, config: BaseMazeConfig, data: dict[str, MazeSet], train_seconds: float,
             details: bool = True) -> list[Target]:
     """The chapter's targets for a model trained on `data` (its config's splits): its scores on
     the test mazes and on the mazes beyond them. With `details`, also print the test mazes by

@@ -13,7 +13,7 @@ from torch import nn
 
 from toylib.attention import Decoder, EncoderBlock, KeysValues, Seq2SeqPatterns
 from toylib.infer import model_device
-from toylib.maze.config import MazeConfig
+from toylib.maze.config import BaseMazeConfig, MazeConfig
 from toylib.maze.dataset import (N_MOVES, NO_WAY, PAD, connections, start_tiles, tile_grid, tile_view, walk_tiles,
                                  ways_to_end)
 from toylib.maze.world import DIRECTIONS, STEP, TILE
@@ -58,7 +58,7 @@ class MazeModel(nn.Module):
         (logits (batch, T, N_MOVES): the move after each token, Seq2SeqPatterns)
     """
 
-    config: MazeConfig
+    config: BaseMazeConfig  # MazeNet's is a MazeConfig, PostMazeNet's a PostMazeConfig
 
     def encode(self, pixels: torch.Tensor, iterations: int | None = None, keep: bool = True) -> Memory:
         raise NotImplementedError
@@ -349,8 +349,10 @@ def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor], iterat
     device = model_device(model)
     pixels, tokens = batch
     tokens = _real_columns_on_cpu(tokens)  # (batch, T)
-    wave = model.config.wave and iterations is not None
-    if (model.config.ways or wave) and ways is None:
+    # the weights of the looped model's way losses; the post's model has no way head
+    ways_weight, wave_weight = (model.config.ways, model.config.wave) if isinstance(model, MazeNet) else (0.0, 0.0)
+    wave = wave_weight and iterations is not None
+    if (ways_weight or wave) and ways is None:
         ways = ways_to_end(pixels)  # exact (booleans and whole numbers), wherever it is found
     pixels, tokens = pixels.to(device), tokens.to(device)
     inputs, targets = tokens[:, :-1].clamp(min=0), tokens[:, 1:]  # padding reads as STOP, after the real STOP
@@ -367,16 +369,16 @@ def maze_loss(model: MazeModel, batch: tuple[torch.Tensor, torch.Tensor], iterat
     metrics = {"token_acc": ((logits.argmax(-1) == targets) & real).sum() / real.sum()}
     if ways is not None:  # (batch, tiles, N_MOVES + 1), (batch, tiles)
         right, distance = (t.to(device) for t in ways)
-    if model.config.ways:  # every tile's state says its way to the end: any of its right ways
+    if ways_weight:  # every tile's state says its way to the end: any of its right ways
         logp = F.log_softmax(model.way_head(memory.states), -1)  # (batch, tiles, N_MOVES + 1)
         way_loss = set_nll(logp, right).mean()
-        loss = loss + model.config.ways * way_loss
+        loss = loss + ways_weight * way_loss
         metrics["way_loss"] = way_loss.detach()
     if wave:  # every pass but the last: the ways known so far, NO_WAY where the news is still on its way
         targets = wave_targets(right, distance, iterations - 1)  # (batch, passes, tiles, N_MOVES + 1)
         logp = F.log_softmax(model.way_head(memory.trace[:, :-1]), -1)  # (batch, passes, tiles, N_MOVES + 1)
         wave_loss = set_nll(logp, targets).mean()
-        loss = loss + model.config.wave * wave_loss
+        loss = loss + wave_weight * wave_loss
         metrics["wave_loss"] = wave_loss.detach()
     return loss, metrics
 

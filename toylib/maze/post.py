@@ -1,5 +1,5 @@
-"""The post's model, `PostMazeNet` (an encoder-decoder fed raw numbers, or embedded); its recipe,
-`POST`, is in `config.py`."""
+"""The post's model, `PostMazeNet` (an encoder-decoder fed raw numbers, or embedded); its config,
+`PostMazeConfig`, and its recipe, `POST`, are in `config.py`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from toylib.attention import EncoderDecoder
-from toylib.maze.config import MazeConfig
+from toylib.maze.config import PostMazeConfig
 from toylib.maze.dataset import N_MOVES, start_tiles, tile_grid, tile_view, walk_tiles
 from toylib.maze.net import MazeModel, Memory
 from toylib.maze.world import TILE
@@ -34,7 +34,7 @@ class PostMazeNet(MazeModel):
     Mazes are then limited to EMBED_SIDE tiles a side.
     """
 
-    def __init__(self, config: MazeConfig):
+    def __init__(self, config: PostMazeConfig):
         super().__init__()
         self.config = c = config
         self.transformer = EncoderDecoder(c.n_encoder_layers, c.n_decoder_layers, c.d_model, c.n_heads, c.d_mlp)
