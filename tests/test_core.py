@@ -12,7 +12,7 @@ from toylib import cli
 from toylib.device import cpu_threads, flush_denormals, setup
 from toylib.infer import infer, model_device
 from toylib.plot import attention_mosaic
-from toylib.targets import Target, all_met, config_table, format_table, missed, table
+from toylib.targets import Target, all_met, check, config_table, format_table, missed, over, table
 from toylib.train import History, Snapshots, TrainOptions, fit, forever, param_groups
 
 # ----------------------------------------------------------------------------- targets
@@ -47,9 +47,11 @@ def test_table_splits_machine_rows_from_the_rows_nbval_compares():
         "loss                 < 0.1   0.3       NO",
     ]
     assert table(rows(), machine=True).splitlines()[2] == "training time  < 2 min  75 s      yes"
-    # a machine's time over its budget is said to be over, not a failure: it is still missed
+    # a machine's time over its budget is said to be over, not a failure: all_met, missed and
+    # check judge the model alone, and `over` names the row
     slow = Target("training time", "< 2 min", "182 s", False, machine=True)
-    assert slow.verdict == "over" and missed([slow]) == ["training time"] and not all_met([slow])
+    assert slow.verdict == "over" and missed([slow]) == [] and all_met([slow]) and over([slow]) == ["training time"]
+    assert check([slow]) == "checked: nothing" and over(rows()) == []
     assert '<td class="met-over">over</td>' in table([slow], machine=True)._repr_html_()
     assert len(table(rows(), machine=None).splitlines()) == 2 + 4
     with pytest.raises(ValueError, match="one per column"):

@@ -164,16 +164,22 @@ def count_target(measure: str, count: int, total: int, goal: int | None = None) 
 
 
 def all_met(targets: Iterable[Target]) -> bool:
-    """True when no target is missed (rows without a goal do not count)."""
+    """True when no target of the model is missed: the same verdict as `check`'s. Rows without
+    a goal and machine rows (a time over its budget says "over") are not judged."""
     targets = list(targets)
     if not targets:
         raise ValueError("no targets to judge")
-    return all(t.met is not False for t in targets)
+    return not missed(targets)
 
 
 def missed(targets: Iterable[Target]) -> list[str]:
-    """The measures of the targets that are not met."""
-    return [t.measure for t in targets if t.met is False]
+    """The measures of the model's targets that are not met (machine rows are not judged)."""
+    return [t.measure for t in targets if t.met is False and not t.machine]
+
+
+def over(targets: Iterable[Target]) -> list[str]:
+    """The machine rows over their budget on the machine that ran them: reported, not judged."""
+    return [t.measure for t in targets if t.met is False and t.machine]
 
 
 class Table(str):
