@@ -1069,10 +1069,12 @@ def test_training_finds_the_passes_and_ways_on_the_cpu_and_the_loss_reuses_them(
     batch = (torch.from_numpy(mazes.mazes), solution_tensor(mazes.solutions))
     config = MazeConfig()
     gen = torch.Generator().manual_seed(0)
-    passes, ways = training._passes_on_cpu(batch, config, 25, gen)
+    most = training.most_passes(config, 5, 5)
+    passes, ways = training._passes_on_cpu(batch, config, most, gen)
     distance = dataset.ways_to_end(batch[0])[1]
     # at least one past the farthest tile the end reaches, at most extra_passes past the tiles
-    assert int(distance[distance < math.inf].max()) + 1 <= passes <= 25 + config.extra_passes
+    assert most == 25 + config.extra_passes == 35
+    assert int(distance[distance < math.inf].max()) + 1 <= passes <= most
     torch.manual_seed(0)
     model = build_model(config).eval()
     found = []

@@ -34,14 +34,20 @@ def build_model(config: BaseMazeConfig) -> MazeModel:
 # ----------------------------------------------------------------------------- training
 
 
-def _passes_on_cpu(batch: tuple[torch.Tensor, torch.Tensor], config: MazeConfig, tiles: int,
+def most_passes(config: MazeConfig, rows: int, cols: int) -> int:
+    """The most encoder passes training ever runs on a rows x cols maze: one per tile (what
+    solving gives itself), then `extra_passes` more."""
+    return rows * cols + config.extra_passes
+
+
+def _passes_on_cpu(batch: tuple[torch.Tensor, torch.Tensor], config: MazeConfig, most: int,
                    gen: torch.Generator) -> tuple[int, tuple[torch.Tensor, torch.Tensor] | None]:
     """How many passes the looped encoder runs on a training batch (as the loader gives it, on
     the CPU), drawn with `gen`, and with `config.ways` the batch's `ways_to_end`, which that
     count needs and the loss reuses (None without). From the longest solution's moves, or with
     ways one past the farthest tile the end reaches (every tile is judged, so it must hear of
-    the end first), up to extra_passes past the tiles (capped past the farthest tile instead,
-    see Results, it failed)."""
+    the end first), up to `most` (`most_passes`: extra_passes past the tiles; capped past the
+    farthest tile instead, see Results, it failed)."""
     pixels, tokens = batch
     longest = int((tokens != PAD).sum(1).max()) - 2  # moves in the batch's longest solution
     ways = None
@@ -49,7 +55,7 @@ def _passes_on_cpu(batch: tuple[torch.Tensor, torch.Tensor], config: MazeConfig,
         ways = ways_to_end(pixels)
         distance = ways[1]  # (batch, tiles)
         longest = int(distance[distance < math.inf].max()) + 1
-    return int(torch.randint(longest, tiles + config.extra_passes + 1, (), generator=gen)), ways
+    return int(torch.randint(longest, most + 1, (), generator=gen)), ways
 
 
 def train(config: BaseMazeConfig, data: dict[str, MazeSet] | None = None, device: torch.device | str | None = None,
@@ -74,7 +80,7 @@ def train(config: BaseMazeConfig, data: dict[str, MazeSet] | None = None, device
     def loss_fn(m, batch):
         if not isinstance(config, MazeConfig):  # the post's encoder runs once: no passes to draw
             return maze_loss(m, batch)
-        return maze_loss(m, batch, *_passes_on_cpu(batch, config, rows * cols, gen))
+        return maze_loss(m, batch, *_passes_on_cpu(batch, config, most_passes(config, rows, cols), gen))
 
     def evaluate(m):
         s = score(m, data["val"])
