@@ -75,7 +75,7 @@ class TrainOptions:
     decay_all: bool = True  # decay biases and LayerNorm gains too; False: only matrices (nanoGPT's rule)
     schedule: str = "constant"  # "constant" or "cosine", after `warmup` (see `lr_factor`)
     warmup: int = 0  # steps of linear warm-up
-    plateau: tuple[float, int] | None = None  # (factor, patience): ReduceLROnPlateau on `monitor` instead
+    plateau: tuple[float, int] | None = None  # (factor, patience): lower the rate when `monitor` stalls, instead
     eval_every: int = 100  # steps between evaluations
     log_every: int | None = None  # steps between records of the training loss alone (cheap: no evaluation)
     # what plateau, patience and restore_best rank evaluations by: a metric of the evaluation (lower is better;
