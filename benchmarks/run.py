@@ -23,6 +23,11 @@ the CPU most learners have.
 The same seed then trains along another path to other weights, as it would on that CPU, so
 a count of seeds holds for a machine only where it holds under several capabilities. Not a
 test: it takes a while, and its times belong to the machine it ran on.
+
+Each chapter's run writes a result file, `benchmarks/results/<chapter>[-<preset>]-<path>.json`
+(`toylib.results`: the command, commit, date, CPU, kernels and device, and every seed's
+targets and training time), rewritten after each seed; the book's pages read their counts,
+ranges and times from these files when the book is built. `--out` writes them elsewhere.
 """
 
 from __future__ import annotations
@@ -33,10 +38,11 @@ import platform
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 
-from toylib import chapters, cli
+from toylib import chapters, cli, results
 from toylib.device import PROFILES, cpu_kernels, profile_env, setup
 from toylib.targets import all_met, format_table
 
@@ -58,13 +64,15 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
     p.add_argument("--capability", choices=CAPABILITIES,
                    help="PyTorch's CPU vector kernels (ATEN_CPU_CAPABILITY); default: the best this CPU has")
     p.add_argument("--profile", choices=PROFILES, help="a CPU profile: the kernels of PyTorch, oneDNN and MKL")
+    p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result files go")
     args = p.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
     want = {**(profile_env(args.profile) if args.profile else {}),
             **({"ATEN_CPU_CAPABILITY": args.capability} if args.capability else {})}
     if any(os.environ.get(k) != v for k, v in want.items()):
         # the libraries read these once, when they load: run again in a process that has them
         env = {**os.environ, **want}
-        os.execve(sys.executable, [sys.executable, __file__, *(sys.argv[1:] if argv is None else argv)], env)
+        os.execve(sys.executable, [sys.executable, __file__, *words], env)
     chapters = args.chapters.split(",")
     unknown = set(chapters) - set(CHAPTERS)
     if unknown:
@@ -78,6 +86,9 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
     verdicts: dict[str, list[bool]] = {}
     for name in chapters:
         rows, times, ok = [], [], []
+        record = results.start(name, device, profile=args.profile, capability=args.capability, preset=args.preset,
+                               changes=changes, command=results.command(words, name))
+        path = args.out / results.file_name(record)
         print()
         print(format_table([], HEADER))
         for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -88,9 +99,11 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
             short = [f"{t.measure}: {t.measured}" for t in targets if t.met is False and not t.machine]
             rows.append((name, seed, f"{seconds:.0f}", "yes" if ok[-1] else "no", "; ".join(short) or "-"))
             print(format_table(rows[-1:], HEADER).splitlines()[-1], flush=True)
+            results.add_seed(record, seed, seconds, targets)
+            results.write(record, path)
         verdicts[name] = ok
         print(f"{name}: {sum(ok)} of {len(ok)} seeds meet every target; training time median "
-              f"{statistics.median(times):.0f} s, max {max(times):.0f} s")
+              f"{statistics.median(times):.0f} s, max {max(times):.0f} s; written to {path}")
     print(f"\nbenchmark took {time.perf_counter() - t0:.0f} s")
     return verdicts
 

@@ -31,11 +31,26 @@ def test_check_names_each_missed_target_and_false_claim():
     assert isinstance(err.value, AssertionError)  # a failing check cell fails nbval and the book build
 
 
-def test_check_does_not_assert_the_machine_and_names_what_is_exempt():
-    line = check(rows(), exempt={"solvability": "issue 25"})
-    assert line == "checked: 1 target met; exempt: solvability (issue 25)"
-    with pytest.raises(ValueError, match="exempt names no target"):
-        check(rows(), exempt={"solvabilty": "issue 25"})  # a typo exempts nothing silently
+def test_check_does_not_assert_the_machine():
+    line = check([rows()[0], rows()[3]])
+    assert line == "checked: 1 target met"
+
+
+def test_check_asserts_a_floor_in_place_of_a_goal_not_yet_met_on_every_seed():
+    from toylib.targets import share_target, table, with_floor
+
+    short = with_floor(share_target("solvability", 0.985, 0.99), 0.985, 0.977, "the post's figure")
+    assert short.met is False and short.floor.met and short.floor.goal == ">= 97.7 %"
+    assert check([rows()[0], short]) == "checked: 1 target met; 1 floor held"
+    assert ">= 99 %, floor 97.7 %" in table([short])  # the reader sees both, and the goal's verdict
+    assert table([short]).rows[0][-1] == "NO"
+    under = with_floor(share_target("solvability", 0.97, 0.99), 0.97, 0.977, "the post's figure")
+    with pytest.raises(ClaimError, match=r"floor missed: solvability \(floor >= 97.7 %, the post's figure"):
+        check([under])
+    with pytest.raises(ValueError, match="reason"):
+        with_floor(share_target("solvability", 0.97, 0.99), 0.97, 0.9, " ")
+    with pytest.raises(ValueError, match="only a judged target"):
+        Target("training time", "< 2 min", "3 min", False, machine=True, floor=short.floor)
 
 
 def test_check_refuses_a_claim_that_is_not_a_verdict():

@@ -14,7 +14,9 @@ goal as the value itself (99.0 % is never printed beside a miss of ">= 99 %").
 
 `check` is what a chapter asserts when it runs: its targets met and the claims of its prose
 true for the numbers just computed, so that re-executing a chapter on any machine (the book
-build, nbval, Colab) fails loudly where a claim no longer holds.
+build, nbval, Colab) fails loudly where a claim no longer holds. A goal the chapter does not
+yet reach on every seed carries a `Floor` (`with_floor`): a lower figure, with its reason,
+that `check` asserts in the goal's place, while the table and the benchmark still judge the goal.
 """
 
 from __future__ import annotations
@@ -37,6 +39,23 @@ def pct(share: float, digits: int = 2) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class Floor:
+    """The least a target's value must reach where its goal is not yet met on every seed:
+    `check` asserts this in the goal's place. The goal stays what the table and the benchmark
+    judge; the floor says what still holds, and `why` (for the reader) where the figure comes from."""
+
+    goal: str  # as the reader sees it, e.g. ">= 97.7 %"
+    met: bool
+    why: str  # e.g. "the post's solvability accuracy"
+
+    def __post_init__(self):
+        if not isinstance(self.met, bool):
+            raise ValueError(f"a floor's met must be True or False, got {self.met!r}")
+        if not self.why.strip():
+            raise ValueError(f"a floor needs a reason a reader can follow (floor {self.goal!r})")
+
+
+@dataclasses.dataclass(frozen=True)
 class Target:
     """One row of a chapter's summary."""
 
@@ -45,10 +64,13 @@ class Target:
     measured: str  # the value, formatted
     met: bool | None  # None: reported beside the targets, with no goal of its own
     machine: bool = False  # the value depends on the machine it ran on (times)
+    floor: Floor | None = None  # what `check` asserts where the goal is not yet met on every seed
 
     def __post_init__(self):
         if self.met is not None and not isinstance(self.met, bool):
             raise ValueError(f"met must be True, False or None, got {self.met!r} for {self.measure!r}")
+        if self.floor is not None and (self.met is None or self.machine):
+            raise ValueError(f"only a judged target of the model takes a floor, not {self.measure!r}")
 
     @property
     def verdict(self) -> str:
@@ -147,6 +169,16 @@ def below_target(measure: str, value: float, ceiling: float, share: bool = False
     _check_share(value, f"the share of {measure!r}")
     goal = _percent_goal(ceiling, digits, measure)
     return Target(measure, f"< {_text(goal)} %", _shown(value, goal, met, digits), met)
+
+
+def with_floor(target: Target, share: float, floor: float, why: str, digits: int = 1) -> Target:
+    """`target` (a share's, from `share_target`) with a floor: `share` must reach `floor` (a
+    share, below the goal), for the reason `why`. `check` asserts the floor instead of the goal."""
+    if not 0 <= floor <= 1:
+        raise ValueError(f"the floor of a share must be in [0, 1], got {floor} for {target.measure!r}")
+    _check_share(share, f"the share of {target.measure!r}")
+    goal = _percent_goal(floor, digits, target.measure)
+    return dataclasses.replace(target, floor=Floor(f">= {_text(goal)} %", bool(share >= floor), why))
 
 
 def count_target(measure: str, count: int, total: int, goal: int | None = None) -> Target:
@@ -253,7 +285,12 @@ def table(targets: Iterable[Target], machine: bool | None = False) -> Table:
     """The summary as text: the machine-independent rows (machine=False, the default, what
     nbval compares), the machine-dependent ones (True), or all of them (None)."""
     rows = [t for t in targets if machine is None or t.machine == machine]
-    return format_table([(t.measure, t.goal, t.measured, t.verdict) for t in rows], HEADER)
+    return format_table([(t.measure, goal_text(t), t.measured, t.verdict) for t in rows], HEADER)
+
+
+def goal_text(target: Target) -> str:
+    """A row's goal as the summary shows it, with its floor where it has one: ">= 99 %, floor 97.7 %"."""
+    return target.goal if target.floor is None else f"{target.goal}, floor {target.floor.goal.removeprefix('>= ')}"
 
 
 class ClaimError(AssertionError):
@@ -263,7 +300,6 @@ class ClaimError(AssertionError):
 def check(
     targets: Iterable[Target] = (),
     claims: Mapping[str, bool] | None = None,
-    exempt: Mapping[str, str] | None = None,
 ) -> str:
     """What a chapter asserts when it runs: every target in `targets` is met, and every claim
     of its prose holds. Raises `ClaimError` naming each failure; returns one line saying what
@@ -273,28 +309,29 @@ def check(
         measure the machine (a training time) are not asserted: they depend on the CPU and on
         what else runs beside the chapter (the test command runs chapters side by side), not
         on the model; the summary prints them, and the benchmark reports them per seed.
+        A target with a `floor` (a goal not yet met on every seed) has its floor asserted
+        instead of its goal.
     claims: {sentence of the prose, as a checkable statement: whether it holds}.
-    exempt: {measure of a target known to be missed: the issue that owns it}. Each must name a
-        target in `targets`; it is reported, not asserted.
     """
-    targets, claims, exempt = list(targets), dict(claims or {}), dict(exempt or {})
-    measures = [t.measure for t in targets]
-    unknown = [m for m in exempt if m not in measures]
-    if unknown:
-        raise ValueError(f"exempt names no target: {unknown}; the targets are {measures}")
+    targets, claims = list(targets), dict(claims or {})
     bad = [f"claim {name!r}: {holds!r} is not a bool" for name, holds in claims.items()
            if not isinstance(holds, (bool, np.bool_))]
     if bad:
         raise ValueError("; ".join(bad))
-    asserted = [t for t in targets if t.met is not None and not t.machine and t.measure not in exempt]
+    judged = [t for t in targets if t.met is not None and not t.machine]
+    asserted = [t for t in judged if t.floor is None]
+    floored = [t for t in judged if t.floor is not None]
     failures = [f"target missed: {t.measure} (goal {t.goal}, measured {t.measured})" for t in asserted if not t.met]
+    failures += [f"floor missed: {t.measure} (floor {t.floor.goal}, {t.floor.why}; measured {t.measured})"
+                 for t in floored if not t.floor.met]
     failures += [f"claim false: {name}" for name, holds in claims.items() if not holds]
     if failures:
         raise ClaimError("\n".join(failures))
     parts = []
     if asserted:
         parts.append(f"{len(asserted)} target{'s' * (len(asserted) != 1)} met")
+    if floored:
+        parts.append(f"{len(floored)} floor{'s' * (len(floored) != 1)} held")
     if claims:
         parts.append("1 claim holds" if len(claims) == 1 else f"{len(claims)} claims hold")
-    parts += [f"exempt: {m} ({why})" for m, why in exempt.items()]
     return "checked: " + "; ".join(parts) if parts else "checked: nothing"
