@@ -170,6 +170,9 @@ def each_script_once(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
+    import benchresults  # beside this file: the benchmark's numbers on the pages
+
+    benchresults.setup(app)
     app.add_directive("hero", HeroDirective)
     app.add_post_transform(HeroPicture)
     app.add_post_transform(UnitsStayWithNumbers)

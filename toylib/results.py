@@ -95,6 +95,27 @@ def start(chapter: str, device: torch.device | str, *, profile: str | None = Non
     }
 
 
+def start_study(name: str, device: torch.device | str, header: Sequence[str], *, profile: str | None = None,
+                command: str = "") -> dict:
+    """A new record of a study that measures a table, not seeds against targets (its rows
+    are added as they are measured): `benchmarks/maze_embed.py`."""
+    record = start(name, device, profile=profile, command=command)
+    del record["seeds"]
+    return {**record, "header": list(header), "rows": []}
+
+
+def load_study(name: str, path: str, folder: Path = FOLDER) -> dict:
+    """A study's result file: `name` on the arithmetic `path`."""
+    file = folder / f"{name}-{path}.json"
+    try:
+        record = json.loads(file.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read the result file {file}: {exc}") from None
+    if not record.get("rows") or any(len(r) != len(record.get("header", ())) for r in record["rows"]):
+        raise ValueError(f"the result file {file} has no rows, or rows that do not fit its header")
+    return record
+
+
 def add_seed(record: dict, seed: int, seconds: float, targets: Iterable[Target]) -> None:
     """One seed's outcome: its training time and its targets, judged as the chapter judges them."""
     targets = list(targets)
@@ -200,3 +221,103 @@ def target_row(record: Mapping, measure: str) -> dict:
         raise ValueError(f"{len(found)} targets of {record['chapter']} start with {measure!r}: "
                          f"{[r['measure'] for r in target_rows(record)]}")
     return found[0]
+
+
+def _between(low: str, high: str) -> str:
+    """"low to high", or the one value when they are the same."""
+    return low if low == high else f"{low} to {high}"
+
+
+def seconds_range(record: Mapping) -> str:
+    """The training times of a record, "80 to 90 s" (whole seconds)."""
+    low, high = train_range(record)
+    low, high = round(low), round(high)
+    return f"{low} s" if low == high else f"{low} to {high} s"
+
+
+def date_text(record: Mapping) -> str:
+    """"28 November 2026"."""
+    day = datetime.datetime.fromisoformat(record["date"])
+    return f"{day.day} {day:%B %Y}"
+
+
+def seeds_missing(record: Mapping) -> str:
+    """The seeds that missed a target of the model: "none", "seed 6", "seeds 2 and 6"."""
+    seeds = [str(s["seed"]) for s in record["seeds"] if not s["every_target"]]
+    if not seeds:
+        return "none"
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(seeds[:-1])} and {seeds[-1]}"
+
+
+def fraction(part: int, whole: int) -> str:
+    return f"{part} of {whole}"
+
+
+def resolve(spec: str, folder: Path = FOLDER) -> str:
+    """What the book's `{bench}` role shows for `spec`, "chapter[/preset]:path:what[:measure]":
+
+    count: seeds that met every target ("10 of 10"); seeds: "0 to 9"; train: training time per
+    seed ("80 to 90 s"); misses: the seeds that missed a target ("seed 6"); date: "28 November
+    2026"; range:<measure>: the lowest and highest value of the target whose measure starts so
+    ("97.88 % to 98.80 %"); met:<measure>: seeds that met its goal; floor:<measure>: seeds that
+    held its floor; lowest:<measure> and highest:<measure>: one end of its range."""
+    parts = spec.split(":", 3)
+    if len(parts) < 3:
+        raise ValueError(f"a bench spec is chapter[/preset]:path:what[:measure], got {spec!r}")
+    who, path, what = parts[:3]
+    measure = parts[3] if len(parts) == 4 else None
+    chapter, _, preset = who.partition("/")
+    record = find(chapter, path, preset or None, folder)
+    simple = {"count": lambda: fraction(*count(record)), "seeds": lambda: seeds_text(record),
+              "train": lambda: seconds_range(record), "misses": lambda: seeds_missing(record),
+              "date": lambda: date_text(record)}
+    if what in simple:
+        if measure is not None:
+            raise ValueError(f"{what} takes no measure, got {spec!r}")
+        return simple[what]()
+    per_target = {"range": lambda r: _between(r["lowest"], r["highest"]), "lowest": lambda r: r["lowest"],
+                  "highest": lambda r: r["highest"], "met": lambda r: fraction(r["met"], r["seeds"]),
+                  "floor": lambda r: fraction(r["floors_held"], r["seeds"])}
+    if what not in per_target:
+        raise ValueError(f"unknown bench value {what!r} in {spec!r}; known: {', '.join([*simple, *per_target])}")
+    if not measure:
+        raise ValueError(f"{what} needs a measure: {spec!r}")
+    row = target_row(record, measure)
+    if what == "floor" and not row["floor"]:
+        raise ValueError(f"{row['measure']!r} has no floor ({spec!r})")
+    return per_target[what](row)
+
+
+def path_label(record: Mapping) -> str:
+    """A record's arithmetic path as a column names it: "ordinary (AVX2)", "native (AVX512)"."""
+    if record["path"] == "gpu":
+        return f"GPU ({record['device']})"
+    kernels = re.match(r"ATen (\w+)", record["kernels"])
+    return f"{record['path']} ({kernels.group(1) if kernels else record['kernels']})"
+
+
+def table(chapter: str, paths: Sequence[str], preset: str | None = None, folder: Path = FOLDER,
+          every_row: bool = False) -> tuple[list[str], list[list[str]], list[dict]]:
+    """The results page's table of a chapter, a column per arithmetic path in `paths`: the seeds
+    that met every target and the training time per seed; then each target that some seed
+    missed (its goal and floor; per path, the seeds that met it and the range measured), and
+    one row for the targets every seed met (a row each with `every_row`). Returns (header,
+    rows, the records read)."""
+    records = [find(chapter, path, preset, folder) for path in paths]
+    header = ["", "goal"] + [path_label(r) for r in records]
+    rows = [["every target", ""] + [f"{fraction(*count(r))} seeds" for r in records],
+            ["training per seed", ""] + [seconds_range(r) for r in records]]
+    per_path = [{row["measure"]: row for row in target_rows(r)} for r in records]
+    always = 0
+    for measure, first in per_path[0].items():
+        found = [p.get(measure) for p in per_path]
+        if not every_row and all(f is not None and f["met"] == f["seeds"] for f in found):
+            always += 1
+            continue
+        goal = first["goal"] + (f", floor {first['floor']['goal'].removeprefix('>= ')}" if first["floor"] else "")
+        rows.append([measure, goal] + ["" if f is None else f"{fraction(f['met'], f['seeds'])}: "
+                                       f"{_between(f['lowest'], f['highest'])}" for f in found])
+    if always:
+        rows.append([f"the other {always} targets" if always < len(per_path[0]) else f"all {always} targets",
+                     ""] + ["met by every seed"] * len(records))
+    return header, rows, records
