@@ -41,9 +41,8 @@ def main(argv: list[str] | None = None) -> list[list[str]]:
         os.execve(sys.executable, [sys.executable, __file__, *words], {**os.environ, **want})
     device = setup(threads=1, prefer="cpu")
     splits = dataset.for_config(MazeConfig())  # the chapter's mazes, the same for every run
-    kept = [w for w in words if not w.startswith("--out")]
     record = results.start_study("maze-embed", device, HEADER, profile=args.profile,
-                                 command=" ".join(["python benchmarks/maze_embed.py", *kept]))
+                                 command=" ".join(["python benchmarks/maze_embed.py", *results.without(words, ["--out"])]))
     path = args.out / results.file_name(record)
     for embed in (False, True):
         for seed in range(args.seeds):

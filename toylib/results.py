@@ -68,18 +68,23 @@ def path_name(device: torch.device | str, profile: str | None = None, capability
     return profile or capability or "native"
 
 
-def command(words: Sequence[str], chapter: str) -> str:
-    """The command that writes this chapter's file again: `words` (run.py's arguments) for
-    this chapter alone, without where the files go."""
+def without(words: Sequence[str], flags: Sequence[str]) -> list[str]:
+    """`words` (a command's arguments) without each of `flags` and its value."""
     kept, skip = [], False
     for word in words:
         if skip:
             skip = False
-        elif word in ("--chapters", "--out"):
+        elif word in flags:
             skip = True
-        elif not word.startswith(("--chapters=", "--out=")):
+        elif not word.startswith(tuple(f"{f}=" for f in flags)):
             kept.append(word)
-    return " ".join(["python benchmarks/run.py", "--chapters", chapter, *kept])
+    return kept
+
+
+def command(words: Sequence[str], chapter: str) -> str:
+    """The command that writes this chapter's file again: `words` (run.py's arguments) for
+    this chapter alone, without where the files go."""
+    return " ".join(["python benchmarks/run.py", "--chapters", chapter, *without(words, ("--chapters", "--out"))])
 
 
 def start(chapter: str, device: torch.device | str, *, profile: str | None = None, capability: str | None = None,
