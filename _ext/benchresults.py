@@ -13,6 +13,12 @@ built (`toylib.results`; `benchmarks/run.py` writes them to `benchmarks/results/
       :paths: ordinary native
       ```
 
+- `bench-rows` shows a study's table as its script wrote it (`benchmarks/maze_embed.py`):
+
+      ```{bench-rows} maze-embed
+      :path: ordinary
+      ```
+
 - `{post}` marks a figure quoted from a chapter's source post ("the post's {post}`97.7 %`"):
   the only number the prose may type (tests/test_notebooks.py checks), shown as written.
 
@@ -76,42 +82,64 @@ class BenchTable(SphinxDirective):
         except ValueError as exc:
             raise self.error(f"bench-table: {exc}") from None
         _depend(self.env, chapter, paths, preset or None)
-        table = nodes.table(classes=["toy-bench"])
-        group = nodes.tgroup(cols=len(header))
-        table += group
-        group += [nodes.colspec(colwidth=1) for _ in header]
-        head, body = nodes.thead(), nodes.tbody()
-        group += [head, body]
-        row = nodes.row()
-        row += [_cell(h) for h in header]
-        head += row
-        for cells in rows:
+        return [_table(header, rows),
+                _fold([(results.path_label(r) + f", seeds {results.seeds_text(r)}", r["command"], _where(r))
+                       for r in records])]
+
+
+def _table(header, rows) -> nodes.table:
+    table = nodes.table(classes=["toy-bench"])
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    group += [nodes.colspec(colwidth=1) for _ in header]
+    head, body = nodes.thead(), nodes.tbody()
+    group += [head, body]
+    for part, lines in ((head, [header]), (body, rows)):
+        for cells in lines:
             row = nodes.row()
             row += [_cell(c) for c in cells]
-            body += row
-        return [table, self._provenance(records)]
+            part += row
+    return table
 
-    def _provenance(self, records) -> nodes.Element:
-        """A folded note: each column's command, and where and when it ran."""
-        note = nodes.admonition(classes=["dropdown", "toy-reproduce"])
-        note += nodes.title(text="Measure these again")
-        items = nodes.bullet_list()
-        for r in records:
-            seeds = results.seeds_text(r)
-            item = nodes.list_item()
-            para = nodes.paragraph()
-            para += nodes.Text(f"{results.path_label(r)}, seeds {seeds}: ")
-            para += nodes.literal(text=r["command"])
-            para += nodes.Text(f" (run on {results.date_text(r)} on a {r['cpu']} with {r['cores']} cores, "
-                               f"one thread per model, {r['device']}, PyTorch {r['torch']}, "
-                               f"at commit {r['commit'][:7] or 'unknown'})")
-            item += para
-            items += item
-        note += items
-        return note
+
+def _fold(lines) -> nodes.Element:
+    """A folded note "Measure these again": per line, (label, command, where and when)."""
+    note = nodes.admonition(classes=["dropdown", "toy-reproduce"])
+    note += nodes.title(text="Measure these again")
+    items = nodes.bullet_list()
+    for label, command, where in lines:
+        para = nodes.paragraph()
+        para += nodes.Text(f"{label}: " if label else "")
+        para += nodes.literal(text=command)
+        para += nodes.Text(f" ({where})")
+        item = nodes.list_item()
+        item += para
+        items += item
+    note += items
+    return note
+
+
+def _where(r) -> str:
+    return (f"run on {results.date_text(r)} on a {r['cpu']} with {r['cores']} cores, one thread per model, "
+            f"{r['device']}, PyTorch {r['torch']}, at commit {r['commit'][:7] or 'unknown'}")
+
+
+class BenchRows(SphinxDirective):
+    required_arguments = 1  # the study's name
+    option_spec = {"path": lambda arg: arg.strip()}
+
+    def run(self):
+        name, path = self.arguments[0], self.options.get("path", "native")
+        try:
+            record = results.load_study(name, path, folder(self.env))
+        except ValueError as exc:
+            raise self.error(f"bench-rows: {exc}") from None
+        self.env.note_dependency(str(folder(self.env) / f"{name}-{path}.json"))
+        return [_table(record["header"], record["rows"]), _fold([("", record["command"], _where(record))])]
 
 
 def setup(app):
+    app.add_directive("bench-rows", BenchRows)
     app.add_role("bench", BenchRole())
     app.add_role("post", PostRole())
     app.add_directive("bench-table", BenchTable)

@@ -28,6 +28,9 @@ Each chapter's run writes a result file, `benchmarks/results/<chapter>[-<preset>
 (`toylib.results`: the command, commit, date, CPU, kernels and device, and every seed's
 targets and training time), rewritten after each seed; the book's pages read their counts,
 ranges and times from these files when the book is built. `--out` writes them elsewhere.
+A chapter's seeds can run in several processes, one per core (`--first-seed`, `--seeds`,
+each with its own `--out`); `--merge A.json B.json ...` then writes their one file, with the
+command that measures all of them.
 """
 
 from __future__ import annotations
@@ -65,8 +68,18 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
                    help="PyTorch's CPU vector kernels (ATEN_CPU_CAPABILITY); default: the best this CPU has")
     p.add_argument("--profile", choices=PROFILES, help="a CPU profile: the kernels of PyTorch, oneDNN and MKL")
     p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result files go")
+    p.add_argument("--merge", nargs="+", type=Path, metavar="FILE",
+                   help="write one result file of these runs' seeds into --out, and stop")
     args = p.parse_args(argv)
     words = sys.argv[1:] if argv is None else list(argv)
+    if args.merge:
+        parts = [results.load(path) for path in args.merge]
+        whole = results.command(results.without(parts[0]["command"].split()[2:], ("--first-seed", "--seeds")),
+                                parts[0]["chapter"])
+        record = results.merge(parts, whole)
+        results.write(record, args.out / results.file_name(record))
+        print(f"{len(record['seeds'])} seeds of {record['chapter']} written to {args.out / results.file_name(record)}")
+        return {}
     want = {**(profile_env(args.profile) if args.profile else {}),
             **({"ATEN_CPU_CAPABILITY": args.capability} if args.capability else {})}
     if any(os.environ.get(k) != v for k, v in want.items()):

@@ -9,6 +9,7 @@ from toylib.attention import count_parameters
 from toylib.life.config import ANY_SIZE, POST, POST_CHANGES, LifeConfig
 from toylib.life.dataset import for_config, grid_hashes, neighbourhood_grids, random_grids, unseen_grids
 from toylib.life.measure import attention_by_offset, measure, neighbour_attention, predict, summarise
+from toylib.life import measure as life_measure
 from toylib.life.net import SingleAttentionNet, neighbour_mask
 from toylib.life.training import CHAPTER, main, train
 from toylib.life.world import PATTERNS, check_grids, life_run, life_step, place
@@ -451,3 +452,56 @@ def test_hero_shows_the_models_step_beside_the_rules_and_one_cells_attention():
         hero(model, np.zeros((5, 5), np.uint8))
     with pytest.raises(ValueError, match=r"only 0 \(dead\) and 1"):
         hero(model, np.full((6, 6), 2))
+
+
+# ----------------------------------------------------------------------------- the prose's claims
+def ring_table(ring: float = 0.125, beyond: float = 0.0, centre: float = 0.0) -> np.ndarray:
+    """An attention-by-offset table of radius 2: `ring` on each neighbour, `beyond` further out."""
+    table = np.full((5, 5), beyond)
+    table[1:4, 1:4] = ring
+    table[2, 2] = centre
+    return table
+
+
+def test_the_attention_claims_hold_for_the_rule_s_pattern_and_fail_otherwise():
+    cells, readable = 25, 24
+    uniform = np.full((cells, cells), 1 / readable) * (1 - np.eye(cells))
+    assert all(life_measure.attention_claims(uniform, ring_table(), readable).values())
+    peaked = uniform.copy()
+    peaked[0, 1] = 3 / readable
+    spread = life_measure.attention_claims(peaked, ring_table(ring=0.1, beyond=0.02, centre=0.05), readable)
+    assert not any(spread.values()), spread
+    with pytest.raises(ValueError, match="square and odd"):
+        life_measure.attention_claims(uniform, np.zeros((3, 3)), readable)
+
+
+def test_the_game_claims_hold_for_the_rule_and_fail_for_a_model_that_kills_everything():
+    start = place("glider", 8)
+    games = {"glider": start, "blinker": place("blinker", 8)}
+    assert all(life_measure.game_claims(Oracle(8), games, start, generations=6).values())
+    wrong = life_measure.game_claims(Oracle(8, right=False), games, start, generations=6)
+    assert not wrong["both 6-generation games match the rule"] and not wrong[
+        "the opening picture: the model's step is the rule's"]
+
+
+def test_the_variant_claims_follow_the_table():
+    exact = {"ours": 1.0, life_measure.CELL: 0.2, life_measure.STATE: 0.8, life_measure.ITSELF: 1.0, life_measure.NO_SCALE: 0.9,
+             life_measure.NO_SMOOTHING: 0.9, life_measure.POST: 0.0, "fixed 3x3 average": 1.0}
+    first = {"ours": 400, life_measure.CELL: np.inf, life_measure.STATE: 600, life_measure.ITSELF: 500, life_measure.NO_SCALE: 500,
+             life_measure.NO_SMOOTHING: 500, life_measure.POST: np.inf, "fixed 3x3 average": 100}
+    on = {"ours": 0.9, life_measure.CELL: 0.1, life_measure.STATE: 0.8, life_measure.ITSELF: 0.85, life_measure.NO_SCALE: 0.7,
+          life_measure.NO_SMOOTHING: 0.7, life_measure.POST: 0.15}
+    assert all(life_measure.variant_claims(exact, first, on, self_share=0.02).values())
+    late_pool = life_measure.variant_claims(exact, {**first, "fixed 3x3 average": 300}, on, self_share=0.02)
+    assert [k for k, v in late_pool.items() if not v] == ["the pools: 100 % exact, first exact in half ours' steps or less"]
+    sharp = life_measure.variant_claims(exact, first, {**on, life_measure.NO_SMOOTHING: 0.95}, self_share=0.005)
+    assert [k for k, v in sharp.items() if not v] == [
+        "self allowed: >= 1 % on itself, >= 99 % exact", "no learned scale, no smoothing: less on the neighbours than ours"]
+    with pytest.raises(ValueError, match="lacks some of its rows"):
+        life_measure.variant_claims(exact, first, {"ours": 0.9}, 0.02)
+
+
+def test_two_steps_away_is_small_but_never_zero():
+    assert all(life_measure.two_away_claims(ring_table(ring=0.12, beyond=0.002)).values())
+    assert not any(life_measure.two_away_claims(ring_table()).values())  # nothing beyond: the claim is false
+    assert not any(life_measure.two_away_claims(ring_table(beyond=0.02)).values())

@@ -430,3 +430,51 @@ def test_move_and_attention_shows_each_position_and_refuses_bad_input():
         look.move_and_attention(model, boards, ["win"], layer=0, head=0)
     with pytest.raises(ValueError, match="finished game"):
         look.move_and_attention(model, [world.parse_board("XXX OO. ...")], ["won"], layer=0, head=0)
+
+
+# ----------------------------------------------------------------------------- the prose's claims
+def roles_profile(changes: dict[tuple[int, str], float] | None = None):
+    """attention_profile's (rows, names) for 2 layers of 2 heads, built by hand: every share at
+    uniform's, but layer 0's lines and cells on each other and the heads named in the text."""
+    names = ["cell: its lines", "cell: empty cells", "cell: hot cells", "hot cell: its hot lines", "line: its cells",
+             "line: its cells, mine", "line: its cells, theirs", "line: its cells, empty"]
+    uniform = dict(zip(names, [0.1, 0.2, 0.1, 0.05, 0.2, 0.05, 0.05, 0.1]))
+    share = {(row, n): u for row in range(4) for n, u in uniform.items()}
+    share.update({(0, "line: its cells"): 0.5, (1, "line: its cells"): 0.6, (0, "cell: its lines"): 0.3,
+                  (1, "cell: its lines"): 0.2, (2, "cell: its lines"): 0.4, (2, "hot cell: its hot lines"): 0.5,
+                  (3, "line: its cells, theirs"): 0.3, (3, "line: its cells, empty"): 0.6,
+                  (3, "cell: empty cells"): 0.3, (3, "cell: hot cells"): 0.2, **(changes or {})})
+    rows = [(row // 2, row % 2, *(share[row, n] for n in names)) for row in range(4)]
+    return [*rows, ("uniform", "", *uniform.values())], names
+
+
+def test_the_head_claims_hold_for_heads_in_their_roles_and_fail_one_by_one():
+    roles = look.head_roles(*roles_profile())
+    assert roles.hero == 2 and roles.empty_reader == 3 and roles.top_opponent == 3
+    assert all(look.head_claims(roles).values())
+    for change, claim in [({(2, "hot cell: its hot lines"): 0.15}, "a later head puts over 4x uniform"),
+                          ({(1, "line: its cells"): 0.3}, "in layer 0 a line puts over 2x"),
+                          ({(3, "line: its cells, theirs"): 0.05}, "some head's line reads the opponent's"),
+                          ({(3, "line: its cells, theirs"): 0.7}, "a last-layer head's line reads empty")]:
+        failed = [k for k, v in look.head_claims(look.head_roles(*roles_profile(change))).items() if not v]
+        assert failed and all(k.startswith(claim) for k in failed), (claim, failed)
+    rows, names = roles_profile()
+    with pytest.raises(ValueError, match="uniform"):
+        look.head_roles(rows[:-1], names)
+
+
+def test_the_post_configs_claims_follow_their_scores():
+    def s(exact, optimal):
+        return measure.Scores(exact_label=exact, legal=1.0, raw_optimal=optimal, optimal=optimal, n=100)
+
+    scores = {"1": s(0.6, 0.90), "2": s(0.62, 0.92), "3": s(0.61, 0.93), "4": s(0.7, 0.97)}
+    assert measure.optimal_gap(scores) == pytest.approx(0.03)
+    assert all(measure.post_claims(scores, largest_lost=2).values())
+    perfect = measure.post_claims({**scores, "4": s(0.7, 1.0)}, largest_lost=0)
+    assert not perfect["the largest config misses some unseen positions and loses games"]
+    apart = measure.post_claims({**scores, "3": s(0.5, 0.99)}, largest_lost=2)
+    assert not apart["dropout and 8 heads move optimal moves by under 5 points"]
+    label = measure.post_claims({**scores, "2": s(0.95, 0.92)}, largest_lost=2)
+    assert not label["each config's optimal move beats its exact label"]
+    with pytest.raises(ValueError, match="configurations"):
+        measure.post_claims({"1": s(0.6, 0.9)}, 1)

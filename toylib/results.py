@@ -130,6 +130,28 @@ def add_seed(record: dict, seed: int, seconds: float, targets: Iterable[Target])
     })
 
 
+SAME = ("chapter", "preset", "changes", "path", "commit", "dirty", "cpu", "cores", "torch", "kernels", "device")
+
+
+def merge(records: Sequence[Mapping], command: str) -> dict:
+    """One record of the seeds that several runs of one benchmark measured (the same chapter,
+    path, commit, machine and kernels; no seed twice), such as seeds 0 to 4 and 5 to 9 run
+    side by side to use every core. `command` is the one command that measures them all; the
+    parts' own commands are kept under "parts". Its date is the last part's."""
+    if len(records) < 2:
+        raise ValueError("merge takes two records or more")
+    differ = [k for k in SAME if any(r[k] != records[0][k] for r in records)]
+    if differ:
+        raise ValueError(f"the records differ in {differ}: they are not runs of one benchmark")
+    seeds = [s["seed"] for r in records for s in r["seeds"]]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"a seed is in two records: {sorted(seeds)}")
+    merged = {**records[0], "command": command, "date": max(r["date"] for r in records),
+              "parts": [r["command"] for r in records]}
+    merged["seeds"] = sorted((s for r in records for s in r["seeds"]), key=lambda s: s["seed"])
+    return merged
+
+
 def file_name(record: Mapping) -> str:
     """`<chapter>[-<preset>][-<field>=<value>...]-<path>.json`."""
     parts = [record["chapter"], *([record["preset"]] if record["preset"] else []),
@@ -220,10 +242,10 @@ def target_rows(record: Mapping) -> list[dict]:
 
 
 def target_row(record: Mapping, measure: str) -> dict:
-    """The row of `target_rows` whose measure starts with `measure`: exactly one must."""
-    found = [r for r in target_rows(record) if r["measure"].startswith(measure)]
+    """The row of `target_rows` whose measure contains `measure`: exactly one must."""
+    found = [r for r in target_rows(record) if measure in r["measure"]]
     if len(found) != 1:
-        raise ValueError(f"{len(found)} targets of {record['chapter']} start with {measure!r}: "
+        raise ValueError(f"{len(found)} targets of {record['chapter']} contain {measure!r}: "
                          f"{[r['measure'] for r in target_rows(record)]}")
     return found[0]
 
@@ -263,7 +285,7 @@ def resolve(spec: str, folder: Path = FOLDER) -> str:
 
     count: seeds that met every target ("10 of 10"); seeds: "0 to 9"; train: training time per
     seed ("80 to 90 s"); misses: the seeds that missed a target ("seed 6"); date: "28 November
-    2026"; range:<measure>: the lowest and highest value of the target whose measure starts so
+    2026"; range:<measure>: the lowest and highest value of the target whose measure contains <measure>
     ("97.88 % to 98.80 %"); met:<measure>: seeds that met its goal; floor:<measure>: seeds that
     held its floor; lowest:<measure> and highest:<measure>: one end of its range."""
     parts = spec.split(":", 3)

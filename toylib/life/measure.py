@@ -238,3 +238,95 @@ def measure(model: LifeNet, config: LifeConfig, data: LifeData, train_seconds: f
     if isinstance(model, OffsetAttentionNet):  # and the sizes it never saw
         targets += any_size_targets(any_size_check(model), train_seconds)
     return targets
+
+
+# ----------------------------------------------------------------------------- the prose's claims
+# Each returns {a sentence of the chapter, as a checkable statement: whether it holds}, for the
+# chapter's check cells (`toylib.targets.check`); each can fail, and tests/test_life.py shows how.
+
+
+def offset_masks(by_offset: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the 8 neighbours, every offset beyond them) as boolean masks over an attention-by-offset
+    table (`attention_by_offset`, radius >= 2: the attending cell at the centre)."""
+    side = by_offset.shape[0]
+    if by_offset.ndim != 2 or by_offset.shape[1] != side or side < 5 or side % 2 == 0:
+        raise ValueError(f"an attention-by-offset table of radius >= 2 is square and odd, got {by_offset.shape}")
+    h = side // 2
+    ring = np.zeros((side, side), bool)
+    ring[h - 1 : h + 2, h - 1 : h + 2] = True
+    ring[h, h] = False
+    beyond = np.ones((side, side), bool)
+    beyond[h - 1 : h + 2, h - 1 : h + 2] = False
+    return ring, beyond
+
+
+def attention_claims(at_start: np.ndarray, by_offset: np.ndarray, readable: int) -> dict[str, bool]:
+    """"It starts out nearly uniform" (`at_start`: one grid's attention at step 0, (cells,
+    cells), each cell able to read `readable` cells), and "about one eighth on each neighbour,
+    nothing on the cell itself, almost nothing beyond" (`by_offset` of the trained model)."""
+    off_diagonal = at_start[~np.eye(len(at_start), dtype=bool)]
+    uniform = 1 / readable
+    ring, beyond = offset_masks(by_offset)
+    h = by_offset.shape[0] // 2
+    return {
+        "at the start, every weight is within 2x of uniform":
+            bool((off_diagonal < 2 * uniform).all() and (off_diagonal > uniform / 2).all()),
+        "each neighbour gets 10 to 15 %": bool(((by_offset[ring] > 0.10) & (by_offset[ring] < 0.15)).all()),
+        "the cell itself gets nothing": bool(by_offset[h, h] == 0),
+        "each cell beyond gets < 1 %": bool((by_offset[beyond] < 0.01).all()),
+    }
+
+
+def game_claims(model: SingleAttentionNet, games: dict[str, np.ndarray], start: np.ndarray,
+                generations: int = 40) -> dict[str, bool]:
+    """The games the chapter plays ("0 cells differ over 40 generations") and its opening
+    picture: the model's step of the unseen grid `start` is the rule's, and its middle cell
+    puts almost all its attention on its neighbours."""
+    size = start.shape[0]
+    middle = (size // 2) * size + size // 2
+    pattern = infer(model, check_grids(start, size)[None], numpy=True)[1][0, 0, 0][middle].reshape(size, size)
+    ring = neighbour_mask(size)[middle].reshape(size, size).numpy()
+    return {
+        f"both {generations}-generation games match the rule": all(
+            bool((model_run(model, g, generations) == life_run(g, generations)).all()) for g in games.values()),
+        "the opening picture: the model's step is the rule's": bool((predict(model, start) == life_step(start)).all()),
+        "the middle cell puts >= 95 % of its attention on its neighbours": bool(pattern[ring].sum() >= 0.95),
+    }
+
+
+# the variants of the chapter's table, by the names it gives them
+OURS, CELL, POST = "ours", "a vector per cell (the post's positions)", "the post's model"
+STATE, ITSELF = "state embedding at the usual scale", "self allowed"
+NO_SCALE, NO_SMOOTHING = "no learned scale (fixed at 1)", "no label smoothing"
+
+
+def variant_claims(exact: dict[str, float], first: dict[str, float], on: dict[str, float],
+                   self_share: float) -> dict[str, bool]:
+    """The sentences under the table of variants. `exact`: each variant's share of exact
+    validation grids; `first`: the step it was first exact (inf if never); `on`: each attention
+    variant's share on the neighbours; `self_share`: the self-allowed variant's share on itself.
+    Pools are the variants named "fixed ..."; our changes, taken back one at a time, are the
+    attention variants other than ours and the post's."""
+    pools = [k for k in exact if k.startswith("fixed")]
+    changes = [k for k in on if k not in (OURS, POST)]
+    if not pools or CELL not in changes or {OURS, POST, STATE, ITSELF, NO_SCALE, NO_SMOOTHING} - set(on):
+        raise ValueError(f"the variants' table lacks some of its rows: {sorted(exact)}")
+    return {
+        "the pools: 100 % exact, first exact in half ours' steps or less":
+            all(exact[k] == 1 and 2 * first[k] <= first[OURS] for k in pools),
+        "a vector per cell: fewest exact, least on the neighbours":
+            exact[CELL] == min(exact[k] for k in changes) and on[CELL] == min(on[k] for k in changes),
+        "a vector per cell and the post's: < 20 % on the neighbours": bool(on[CELL] < 0.2 and on[POST] < 0.2),
+        "the post's model: never exact on validation": first[POST] == np.inf,
+        "state at the usual scale: fewer exact than ours": exact[STATE] < exact[OURS],
+        "self allowed: >= 1 % on itself, >= 99 % exact": bool(self_share >= 0.01 and exact[ITSELF] >= 0.99),
+        "no learned scale, no smoothing: less on the neighbours than ours":
+            bool(max(on[NO_SCALE], on[NO_SMOOTHING]) < on[OURS]),
+    }
+
+
+def two_away_claims(by_offset: np.ndarray) -> dict[str, bool]:
+    """"The cells two steps away keep a small weight" (the any-size model's `by_offset`)."""
+    _, beyond = offset_masks(by_offset)
+    two_away = by_offset[beyond]
+    return {"two steps away: every weight > 0 and < 1 %": bool((two_away > 0).all() and (two_away < 0.01).all())}

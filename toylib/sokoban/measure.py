@@ -19,7 +19,8 @@ from toylib.sokoban import dataset
 from toylib.sokoban.config import SokobanConfig
 from toylib.sokoban.dataset import UNSOLVABLE, SokobanSet
 from toylib.sokoban.net import SokobanPolicy, loss_from_logits, to_batch
-from toylib.sokoban.world import ACTION_NAMES, CHANNELS, SIZE, UNDO, Board, Play, encode, neighbours, walled
+from toylib.sokoban.world import (ACTION_NAMES, CHANNELS, SIZE, UNDO, Board, Play, encode, moves_to_goal, neighbours,
+                                  push_distance, walled)
 from toylib.targets import Table, Target, count_target, format_table, pct, share_target, time_target, with_floor
 
 # ----------------------------------------------------------------------------- solving with the policy
@@ -483,3 +484,54 @@ def measure(model: SokobanPolicy, config: SokobanConfig, data: dict[str, Sokoban
     other = dataset.other_boards(OTHER_BOARDS, config.data_seed, dataset.start_keys(data))
     return sokoban_targets(accuracies(model, data["held_out"]), solves(model, boards, optimal), beam,
                            other=other_scores(model, other))
+
+
+# ----------------------------------------------------------------------------- the prose's claims
+# Each returns {a sentence of the chapter, as a checkable statement: whether it holds}, for the
+# chapter's check cells (`toylib.targets.check`); tests/test_sokoban.py shows each can fail.
+
+
+def generator_claims(boards: Sequence[Board]) -> dict[str, bool]:
+    """"Most boards it makes cannot be solved, usually because the box can never reach the
+    goal", on fresh draws of the post's generator (`world.random_board`)."""
+    if not boards:
+        raise ValueError("generator_claims needs boards drawn by the generator")
+    stuck = [push_distance(b) == math.inf for b in boards]  # the box can never reach the goal
+    dead = [s or (b.box, b.player) not in moves_to_goal(b) for b, s in zip(boards, stuck)]
+    return {"most boards drawn cannot be solved": sum(dead) > len(boards) / 2,
+            "most of those: the box can never reach the goal": sum(stuck) > sum(dead) / 2}
+
+
+def other_claims(held_out: Accuracies, other: Accuracies, beam: Solves, greedy: Solves) -> dict[str, bool]:
+    """What the chapter says of the second generator's boards: beam search of width 32 solves
+    98 % or more of its solvable ones, 99 % of those it solves by shortest paths, greedy
+    decoding fewer; the verdict on them is a point or more below the held-out boards'."""
+    found = beam.lengths >= 0
+    longer = int((beam.lengths[found] > beam.optimal[found]).sum())
+    return {
+        "other boards: beam 32 solves 99 % or more by shortest paths": bool(longer <= 0.01 * found.sum()),
+        "other boards: greedy solves fewer than beam 32": greedy.rate < beam.rate,
+        "other boards cost the verdict a point or more": held_out.solvability - other.solvability >= 0.01,
+        "search still solves them: beam 32 >= 98 %": beam.rate >= 0.98,
+    }
+
+
+def scorecard_claims(acc: dict[str, Accuracies], beam: dict[str, Solves], greedy: dict[str, Solves],
+                     beam4: float) -> dict[str, bool]:
+    """"Reading the scorecard" and "What we learned", for the transformer and the baseline
+    (keys of each dict): ahead of the post's table on every row it compares (not the mean
+    length, over other boards), beam search's solutions all shortest, a beam of 4 (`beam4`,
+    its rate on the same boards) solves 99 % or more, and the baseline as good within a point
+    (greedy: two)."""
+    t, b = "transformer", "baseline"
+    ours = dict(zip(POST_TABLE, post_rows(acc[t], beam[t])))
+    compared = [k for k in POST_TABLE if k != "mean solution length"]
+    found = beam[t].lengths >= 0
+    return {
+        "ahead of the post on every measure": all(ours[k] > POST_TABLE[k][0] for k in compared),
+        "every beam-32 solution is a shortest one": bool((beam[t].lengths[found] == beam[t].optimal[found]).all()),
+        "a beam of 4 solves >= 99 % of the 500 boards": beam4 >= 0.99,
+        "baseline as accurate: optimal moves within 1 point": abs(acc[t].optimal - acc[b].optimal) <= 0.01,
+        "baseline solves as many: beam 32 within 1 point, greedy 2":
+            abs(beam[t].rate - beam[b].rate) <= 0.01 and abs(greedy[t].rate - greedy[b].rate) <= 0.02,
+    }

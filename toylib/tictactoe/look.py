@@ -4,6 +4,7 @@ play against the model in the browser."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -72,6 +73,84 @@ def attention_profile(model: TicTacToeNet, boards: torch.Tensor) -> tuple[list[t
     uniform = torch.full((len(boards), 17, 17), 1 / 17)
     rows.append(("uniform", "", *[share(uniform, n) for n in masks]))
     return rows, list(masks)
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadRoles:
+    """What `attention_profile`'s rows say of the heads, one entry per (layer, head)."""
+
+    layer: np.ndarray  # (heads,) each row's layer
+    head: np.ndarray  # (heads,) its head
+    share: dict[str, np.ndarray]  # profile name -> (heads,) shares
+    uniform: dict[str, float]  # profile name -> the share under uniform attention
+
+    @property
+    def first(self) -> np.ndarray:  # (heads,) bool: layer 0
+        return self.layer == 0
+
+    @property
+    def later(self) -> np.ndarray:
+        return self.layer > 0
+
+    @property
+    def finds(self) -> np.ndarray:
+        """Later heads where a hot cell puts over 4x uniform on the line it would complete."""
+        return self.later & (self.share["hot cell: its hot lines"] > 4 * self.uniform["hot cell: its hot lines"])
+
+    @property
+    def reads_opponent(self) -> np.ndarray:
+        """Heads whose lines read the opponent's marks over the mover's."""
+        return self.share["line: its cells, theirs"] > self.share["line: its cells, mine"]
+
+    @property
+    def top_opponent(self) -> int:
+        """The row of the head whose lines most favour the opponent's marks."""
+        mine, theirs = self.share["line: its cells, mine"], self.share["line: its cells, theirs"]
+        return int(np.argmax(np.where(self.reads_opponent, theirs - mine, -1)))
+
+    @property
+    def empty_reader(self) -> int:
+        """The row of the last layer's head whose lines read empty cells most."""
+        last = np.flatnonzero(self.layer == self.layer.max())
+        return int(last[np.argmax(self.share["line: its cells, empty"][last])])
+
+    @property
+    def hero(self) -> int:
+        """The row of the head where a hot cell most looks at the line it would complete."""
+        return int(np.argmax(self.share["hot cell: its hot lines"]))
+
+
+def head_roles(profile: list[tuple], names: list[str]) -> HeadRoles:
+    """`attention_profile`'s (rows, names) as arrays per head; its last row is uniform's."""
+    *rows, uniform = profile
+    if not rows or uniform[0] != "uniform":
+        raise ValueError("head_roles reads attention_profile's rows, the last one uniform attention's")
+    shares = np.array([r[2:] for r in rows], dtype=float)  # (heads, names)
+    return HeadRoles(np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
+                     {n: shares[:, k] for k, n in enumerate(names)}, dict(zip(names, uniform[2:])))
+
+
+def head_claims(roles: HeadRoles) -> dict[str, bool]:
+    """The chapter's sentences on what the heads read, each checkable: layer 0's lines gather
+    their cells and cells their lines, later layers more so; a later head finds the line a
+    hot cell completes; some head reads the opponent's marks; a last-layer head reads empty
+    cells, and its cells look at empty and hot cells."""
+    s, u, e = roles.share, roles.uniform, roles.empty_reader
+    own, lines = s["line: its cells"], s["cell: its lines"]
+    return {
+        "in layer 0 a line puts over 2x uniform on its own cells":
+            bool(own[roles.first].min() > 2 * u["line: its cells"]),
+        "in layer 0 a cell puts over the uniform share on its own lines":
+            bool(lines[roles.first].min() > u["cell: its lines"]),
+        "later layers put more on a cell's lines than layer 0 does":
+            bool(lines[roles.later].max() > lines[roles.first].max()),
+        "a later head puts over 4x uniform of a hot cell on its line": bool(roles.finds.any()),
+        "some head's line reads the opponent's marks over the mover's": bool(roles.reads_opponent.any()),
+        "a last-layer head's line reads empty cells over either's marks":
+            bool(s["line: its cells, empty"][e] > max(s["line: its cells, mine"][e], s["line: its cells, theirs"][e])),
+        "and its cells look at empty and hot cells above uniform":
+            bool(s["cell: empty cells"][e] > u["cell: empty cells"] and s["cell: hot cells"][e] > u["cell: hot cells"]),
+    }
 
 
 # ----------------------------------------------------------------------------- pictures

@@ -208,3 +208,27 @@ def measure(model: TicTacToeNet, config: TicTacToeConfig, data: Dataset, train_s
     if details:
         print(format_table(summary.detail_rows(), ("measure", "test positions", "all positions")))
     return summary.targets(train_seconds)
+
+
+def optimal_gap(scores: dict[str, Scores]) -> float:
+    """How far the second and third of the post's configurations (dropout, 8 heads) move the
+    share of optimal moves from the first's."""
+    first, second, third = list(scores.values())[:3]
+    return max(abs(second.optimal - first.optimal), abs(third.optimal - first.optimal))
+
+
+def post_claims(scores: dict[str, Scores], largest_lost: int) -> dict[str, bool]:
+    """The sentences under the table of the post's configurations (`scores`: each one's
+    `score` on the test classes, in the post's order, smallest first and largest last; `largest_lost`: the games the
+    largest loses in exhaustive play, as X and as O): the measures disagree (a board that is
+    not the one label can carry an optimal move); even the largest gives games away; dropout
+    and 8 heads (the second and third) stay within 5 points of the first on optimal moves."""
+    if len(scores) < 3:
+        raise ValueError(f"post_claims compares the post's configurations, got {list(scores)}")
+    largest = list(scores.values())[-1]
+    return {
+        "each config's optimal move beats its exact label": all(s.optimal > s.exact_label for s in scores.values()),
+        "the largest config misses some unseen positions and loses games": largest.optimal < 1 and largest_lost > 0,
+        "dropout and 8 heads move optimal moves by under 5 points": optimal_gap(scores) < 0.05,
+    }
+
