@@ -1233,3 +1233,37 @@ def test_a_model_that_searches_is_held_to_the_far_mazes_solved_and_by_a_shortest
     assert searching["solved, 500 mazes 8x8 (trained on 5x5)"].met is None  # the post's 8x8: reported, no goal
     assert searching["solved, 500 mazes 7x7 (trained on 5x5)"].met is True  # the chapter's own goal, >= 95 %
     assert set(measure.FAR) <= set(measure.FAR_GOAL)
+
+
+# ----------------------------------------------------------------------------- the prose's claims
+def test_the_wave_claims_follow_the_wave():
+    reach = np.array([0.2, 0.5, 0.9, 1.0, 1.0])
+    good = maze_look.Wave(reach=reach, right=reach - np.array([0.01, 0.02, 0.03, 0, 0]), early=np.zeros(5))
+    assert maze_look.wave_lag(good) == pytest.approx(0.03)
+    assert all(maze_look.wave_claims(good, most_trained=4).values())
+    bad = maze_look.Wave(reach=reach, right=np.array([0.0, 0.1, 0.5, 0.9, 0.99]), early=np.full(5, 0.02))
+    assert not any(maze_look.wave_claims(bad, most_trained=5).values())
+
+
+def test_the_head_claims_follow_the_looks_and_the_knock_outs():
+    places = np.array([[0.6, 0.1, 0.1, 0.2], [0.4, 0.2, 0.2, 0.2]])
+    assert all(maze_look.head_claims(places, 1.0, [0.99, 0.95], 0.93).values())
+    fixed = np.array([[0.95, 0.0, 0.0, 0.05], [0.4, 0.2, 0.2, 0.2]])  # one head almost always on the walker
+    assert not any(maze_look.head_claims(fixed, 1.0, [0.99, 0.85], 0.5).values())
+    with pytest.raises(ValueError, match="shares solved"):
+        maze_look.head_claims(places, 1.0, [], 0.9)
+
+
+def test_the_row_claims_follow_the_scores_and_the_paths():
+    from types import SimpleNamespace as Ns
+
+    def mazes(*lengths):  # solutions as START, moves..., STOP
+        return Ns(solutions=[[0] * (n + 2) for n in lengths])
+
+    sets = {"8x8": mazes(8, 10), measure.TREE: mazes(20, 30), "32x32": mazes(10, 12), measure.BIG_TREE: mazes(150, 90)}
+    beyond = {n: Ns(shortest=0.995) for n in ("6x6", "7x7", "8x8")}
+    assert measure.path_lengths(sets) == ({"8x8": 9.0, measure.TREE: 25.0, "32x32": 11.0, measure.BIG_TREE: 120.0},
+                                          {"8x8": 10, measure.TREE: 30, "32x32": 12, measure.BIG_TREE: 150})
+    assert all(measure.row_claims(beyond, sets).values())
+    short = {**sets, measure.TREE: mazes(5, 6), measure.BIG_TREE: mazes(8, 9)}
+    assert not any(measure.row_claims({**beyond, "7x7": Ns(shortest=0.98)}, short).values())

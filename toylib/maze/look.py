@@ -366,3 +366,40 @@ def live_board(model: MazeModel, maze=None, seed: int = 0):
         "settled": SETTLED, "quiet": QUIET, "still": STILL,
         "maze": {"rows": rows, "cols": cols, "arms": layout.arms.astype(bool), "start": list(layout.start),
                  "end": list(layout.end)}})
+
+
+# ----------------------------------------------------------------------------- the prose's claims
+# Each returns {a sentence of the chapter, as a checkable statement: whether it holds}, for the
+# chapter's check cells (`toylib.targets.check`); tests/test_maze.py shows each can fail.
+
+
+def wave_lag(front: Wave) -> float:
+    """How far, in shares of tiles, the way head ever trails the news's reach."""
+    return float((front.reach - front.right).max())
+
+
+def wave_claims(front: Wave, most_trained: int) -> dict[str, bool]:
+    """What the chapter says of the wave on its biggest mazes: almost no tile names a way
+    before the end's news can have reached it, the way head keeps up with the news, every tile
+    names a right way in the end, and those mazes ran more passes than training ever did
+    (`most_trained`: `training.most_passes`)."""
+    return {
+        "no pass has over 1 % of tiles name a way before the news": bool(front.early.max() <= 0.01),
+        "the way head keeps within 5 points of the news's reach": wave_lag(front) <= 0.05,
+        "after the last pass every tile names a right way": bool(front.right[-1] == 1.0),
+        "the mazes ran more passes than training ever did": len(front.reach) > most_trained,
+    }
+
+
+def head_claims(places: np.ndarray, solved: float, without_one: Sequence[float], without_all: float) -> dict[str, bool]:
+    """What the chapter says of the decoder's heads: none puts its strongest look on the
+    walker's tile in more than 9 steps of 10 (`places`: `where_heads_look`'s shares, a row per
+    head, the walker's tile first), and the walk hardly needs them: solved shares with any one
+    head removed (`without_one`) and with all removed stay at 90 % or more (`solved`: with all)."""
+    if not 0 <= solved <= 1 or not without_one:
+        raise ValueError(f"head_claims needs shares solved, with the heads and without each, got {solved}, {without_one}")
+    return {
+        "each head's strongest tile is elsewhere in >= 1 step in 10": bool(places[:, 0].max() <= 0.9),
+        "removing any one head leaves >= 90 % solved": all(s >= 0.9 for s in without_one),
+        "removing all four leaves >= 90 % solved": without_all >= 0.9,
+    }

@@ -232,3 +232,26 @@ def measure(model: MazeModel, config: BaseMazeConfig, data: dict[str, MazeSet], 
         print(length_table(test))
     return maze_targets(test, train_seconds, beyond, search=search)
 
+
+
+# ----------------------------------------------------------------------------- the prose's claims
+TREE, BIG_TREE = "8x8 with no loops (spanning trees)", "32x32 with no loops (spanning trees)"
+
+
+def path_lengths(sets: dict[str, MazeSet]) -> tuple[dict[str, float], dict[str, int]]:
+    """Each set's mean and longest shortest path, in moves."""
+    moves = {name: [len(s) - 2 for s in m.solutions] for name, m in sets.items()}
+    return {n: float(np.mean(v)) for n, v in moves.items()}, {n: max(v) for n, v in moves.items()}
+
+
+def row_claims(beyond: dict[str, Scores], sets: dict[str, MazeSet]) -> dict[str, bool]:
+    """What the chapter says of the scorecard's lower rows: the post's kind of maze up to 8x8
+    solved by a shortest path 99 % of the time or more; the mazes with no loops have longer
+    paths than the post's of a size, over 100 moves at 32x32."""
+    mean, longest = path_lengths(sets)
+    return {
+        "6x6, 7x7, 8x8: >= 99 % solved by a shortest path": all(beyond[n].shortest >= 0.99 for n in ("6x6", "7x7", "8x8")),
+        "no loops: longer shortest paths than the post's mazes of a size":
+            mean[TREE] > mean["8x8"] and mean[BIG_TREE] > mean["32x32"],
+        "the 32x32 mazes with no loops have paths of over 100 moves": longest[BIG_TREE] > 100,
+    }
