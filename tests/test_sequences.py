@@ -521,3 +521,105 @@ def test_plot_examples_draws_input_target_output_for_each_model():
     plt.close(fig)
     with pytest.raises(ValueError, match="empty"):
         plot_examples({}, np.array([1, 2]))
+
+
+# ----------------------------------------------------------------------------- the prose's claims
+from types import SimpleNamespace as Ns  # noqa: E402
+
+from toylib.sequences import config as seq_config, measure as seq_measure  # noqa: E402
+from toylib.sequences.world import TASKS  # noqa: E402
+
+
+def ablation_table(changes=None):
+    """run_ablations' results as the chapter reads them, every row as the chapter reports it."""
+    exact = {seq_config.ABLATIONS_OURS: 1.0, seq_config.POST_QUERIES: 0.9995, seq_config.RESIDUAL: 1.0,
+             seq_config.SGD: 0.001}
+    runs = {}
+    for name in seq_config.ABLATIONS:
+        for t in TASKS:
+            e = exact.get(name, 1.0 if t in ("copy", "filter") else 0.0)
+            src = 0.6 if name == seq_config.POST_QUERIES else 1.0
+            steps = 500 if name == seq_config.POST_QUERIES else 300
+            runs[name, t] = Ns(result={"exact": e, "attention_on_source": src},
+                               history=Ns(stop_reason="callback", steps=steps, last={"val_loss": 2.0}))
+    return {**runs, **(changes or {})}
+
+
+def test_the_ablation_claims_follow_the_table():
+    sgd = {0.01: 2.1, 1.0: float("nan")}
+    assert all(seq_measure.ablation_claims(ablation_table(), 1000, sgd).values())
+    learnt = Ns(result={"exact": 0.5, "attention_on_source": 0.9}, history=Ns(stop_reason="steps", steps=1000,
+                                                                              last={"val_loss": 0.1}))
+    claims = seq_measure.ablation_claims(ablation_table({(seq_config.SGD, "copy"): learnt}), 1000, {0.01: 1.0, 1.0: 1.5})
+    assert [k for k, v in claims.items() if not v] == [
+        "plain SGD, lr 0.1: every task < 1 % exact", "plain SGD, lr 0.01: reverse's loss ends > 2 (ln 9 = 2.2)",
+        "plain SGD, lr 0.1: loss > 1.5 on copy, reverse, rotate", "plain SGD, lr 1: the loss diverges (nan, or > ln 9)"]
+
+
+def test_the_filter_claims_follow_where_the_slots_look():
+    ours = {"kept_argmax_self": 1.0, "removed_argmax_self": 1.0}
+    post = {"kept_argmax_self": 0.6, "kept_argmax_on_kept_same_value": 0.8, "removed_argmax_self": 0.1,
+            "removed_argmax_on_removed": 0.5}
+    assert all(seq_measure.filter_claims(ours, post).values())
+    assert not any(seq_measure.filter_claims({**ours, "removed_argmax_self": 0.9}, {
+        "kept_argmax_self": 0.9, "kept_argmax_on_kept_same_value": 0.95, "removed_argmax_self": 0.5,
+        "removed_argmax_on_removed": 0.6}).values())
+
+
+def test_the_sinusoid_claims_follow_exact_shares_and_one_pattern():
+    exact = {t: {n: (1.0 if n <= 16 and t != "reverse" else 0.0) for n in range(2, 33)} for t in TASKS}
+    exact["reverse"].update({2: 1.0, 3: 1.0})
+    astray = np.eye(32)
+    astray[[3, 20, 21, 22, 23, 24, 25, 26, 27]] = np.eye(32)[[30] * 9]  # 9 of 32 slots to key 30
+    assert all(seq_measure.sinusoid_claims(exact, astray).values())
+    far = {t: {n: 0.5 for n in range(2, 33)} for t in TASKS}
+    assert not any(seq_measure.sinusoid_claims(far, np.eye(32)).values())
+
+
+def test_the_relative_variant_claims_follow_the_table():
+    lengths = (8, 16, 32, 64, 128, 256)
+    exact_at = {(seq_config.NO_END, "reverse"): dict.fromkeys(lengths, 0.0),
+                (seq_config.NO_END, "rotate"): dict.fromkeys(lengths, 0.2),
+                (seq_config.WIDE, "rotate"): {8: 1.0, 16: 1.0, 32: 0.5, 64: 0.1, 128: 0.0, 256: 0.0},
+                (seq_config.UNIT, "copy"): dict.fromkeys(lengths, 1.0), (seq_config.UNIT, "filter"): dict.fromkeys(lengths, 1.0)}
+    weight = {(seq_config.FLAT, "rotate"): [0.99, 0.9, 0.7], ("relative", "rotate"): [0.99, 0.99, 0.985],
+              (seq_config.UNIT, "copy"): [0.8, 0.85, 0.9], ("relative", "copy"): [0.999, 0.999, 0.995]}
+    assert all(seq_measure.relative_variant_claims(exact_at, weight, unit_span=3.0).values())
+    wrong = seq_measure.relative_variant_claims({**exact_at, (seq_config.UNIT, "copy"): dict.fromkeys(lengths, 0.9)},
+                                                {**weight, ("relative", "copy"): [0.98, 0.99, 0.99]}, unit_span=6.0)
+    assert [k for k, v in wrong.items() if not v] == [
+        "units of 1: copy's bias spans < 5 nats", "units of 1: copy and filter exact at every length",
+        "units of 10: copy's weight on the source >= 0.99 at 16 to 256"]
+
+
+def test_the_relative_claims_read_each_task_s_program_in_its_bias_tables(monkeypatch):
+    from toylib.sequences import look as seq_look
+    from toylib.sequences.world import source_positions
+
+    k = 4  # offsets -4..4
+
+    def model(task, start_peak, end_peak, flat_start=False):
+        start, end = torch.zeros(1, 2 * k + 1), torch.zeros(1, 2 * k + 1)
+        if not flat_start:
+            start[0, k + start_peak] = 1.0
+        end[0, k + end_peak] = 1.0
+        return Ns(biases=[Ns(start=start, end=end)], config=Ns(max_offset=k, bias_scale=10.0, task=task))
+
+    def run_model(m, x, source=True):  # attention straight at each slot's source (or at slot 0)
+        n = x.shape[1]
+        pattern = np.zeros((1, 1, 1, n, n))
+        pattern[0, 0, 0, np.arange(n), source_positions(m.config.task, n) if source else 0] = 1
+        return None, pattern
+
+    models = {"copy": model("copy", 0, 2), "filter": model("filter", 0, 3), "rotate": model("rotate", 1, 0),
+              "reverse": model("reverse", 0, 0, flat_start=True)}
+    exact = {t: dict.fromkeys((32, 64, 128, 256), 1.0) for t in TASKS}
+    x32 = np.zeros((1, 32), int)
+    monkeypatch.setattr(seq_look, "run_model", run_model)
+    assert all(seq_look.relative_claims(models, exact, x32).values())
+    models["rotate"] = model("rotate", 0, 2)  # a copy's table: not rotate's program
+    monkeypatch.setattr(seq_look, "run_model", lambda m, x: run_model(m, x, source=False))
+    claims = seq_look.relative_claims(models, {**exact, "copy": {**exact["copy"], 256: 0.99}}, x32)
+    assert [c for c, v in claims.items() if v] == ["reverse peaks at 0 from its mirror, its slot table < 1/3 as wide"]
+    with pytest.raises(ValueError, match="part must be"):
+        seq_look.bias_table(models["copy"], "middle")

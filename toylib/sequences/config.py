@@ -97,23 +97,28 @@ class SeqConfig:
 # One change at a time to the chapter's model or its training (the chapter's ablation table).
 ABLATIONS_OURS = "this chapter (queries from position)"
 NO_POSITIONS = "no position encoding (the post's queries)"
+POST_QUERIES = "the post (queries from content + position)"
+SGD = "plain SGD, lr 0.1"
+RESIDUAL = "residual + LayerNorm + MLP (the post's queries)"
 ABLATIONS: dict[str, dict] = {
     ABLATIONS_OURS: {},
-    "the post (queries from content + position)": {"queries": "input"},
+    POST_QUERIES: {"queries": "input"},
     # (with queries from the position only, no position encoding leaves every query zero:
     # attention is uniform by construction, so that row would teach nothing)
     NO_POSITIONS: {"positions": False, "queries": "input"},
-    "plain SGD, lr 0.1": {"optimizer": "sgd", "lr": 0.1},
-    "residual + LayerNorm + MLP (the post's queries)": {"residual": True, "queries": "input"},
+    SGD: {"optimizer": "sgd", "lr": 0.1},
+    RESIDUAL: {"residual": True, "queries": "input"},
 }
 
 # The relative-position model, as a change to SeqConfig: lr 0.02 meets the stopping rule in
 # 100-250 steps (0.01: 600-800); 500 steps is the budget of it and of its variants below.
 RELATIVE: dict = {"scheme": "relative", "lr": 2e-2, "steps": 500}
 # One change at a time to RELATIVE, on the tasks where it shows: (changes, tasks).
+NO_END, WIDE = "no end bias (from_end=False)", "window +-16 (max_offset=16)"
+FLAT, UNIT = "no length scaling (log_scale=False)", "bias in units of 1 (bias_scale=1)"
 RELATIVE_VARIANTS: dict[str, tuple[dict, tuple[str, ...]]] = {
-    "no end bias (from_end=False)": ({"from_end": False}, ("reverse", "rotate")),
-    "window +-16 (max_offset=16)": ({"max_offset": 16}, ("rotate",)),
-    "no length scaling (log_scale=False)": ({"log_scale": False}, ("copy", "rotate")),
-    "bias in units of 1 (bias_scale=1)": ({"bias_scale": 1.0}, ("copy", "filter")),
+    NO_END: ({"from_end": False}, ("reverse", "rotate")),
+    WIDE: ({"max_offset": 16}, ("rotate",)),
+    FLAT: ({"log_scale": False}, ("copy", "rotate")),
+    UNIT: ({"bias_scale": 1.0}, ("copy", "filter")),
 }

@@ -11,7 +11,7 @@ import numpy as np
 from toylib.plot import LABEL_PT, TITLE_PT, finish_attention_figure
 from toylib.sequences.measure import predict, run_model
 from toylib.sequences.numpy_net import NumpyTransformer
-from toylib.sequences.world import check_sequences, make_targets
+from toylib.sequences.world import TASKS, check_sequences, make_targets, source_positions
 
 
 # ----------------------------------------------------------------------------- what the projections read
@@ -166,3 +166,36 @@ def plot_weight_splits(model, layer: int = 0, title: str | None = None):
     fig.suptitle(title or f"{c.task}: what Q, K and V read (layer {layer})", fontsize=TITLE_PT)
     fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------------------- the prose's claims
+
+
+def bias_table(model, part: str) -> np.ndarray:
+    """A relative model's bias by offset, in nats: its "start" table (offsets from the slot)
+    or its "end" table (from the slot's mirror), offsets -max_offset..max_offset."""
+    if part not in ("start", "end"):
+        raise ValueError(f"part must be 'start' or 'end', got {part!r}")
+    return getattr(model.biases[0], part)[0].detach().cpu().numpy() * model.config.bias_scale
+
+
+def relative_claims(models: dict, exact: dict[str, dict[int, float]], x32: np.ndarray) -> dict[str, bool]:
+    """What the chapter reads in the relative models (`models`: task -> model trained on lengths
+    2 to 16; `exact`: task -> length -> exact share; `x32`: one length-32 sequence): exact up to
+    256; each task's program in its bias tables (copy and filter peak at the slot, rotate one
+    past it; reverse peaks at the mirror, its slot table flat beside it; rotate's mirror table
+    at 0); every slot's strongest attention on its source at length 32."""
+    peak = {(t, part): int(bias_table(m, part).argmax()) - m.config.max_offset
+            for t, m in models.items() for part in ("start", "end")}
+    span = {(t, part): float(np.ptp(bias_table(m, part))) for t, m in models.items() for part in ("start", "end")}
+    programs = all((run_model(m, x32)[1][0, 0, 0].argmax(-1) == source_positions(t, x32.shape[1])).all()
+                   for t, m in models.items())
+    return {
+        "relative: every task exact at lengths 32 to 256": all(exact[t][n] == 1 for t in TASKS for n in (32, 64, 128, 256)),
+        "copy, filter peak at offset 0 from the slot; rotate at +1":
+            (peak["copy", "start"], peak["filter", "start"], peak["rotate", "start"]) == (0, 0, 1),
+        "reverse peaks at 0 from its mirror, its slot table < 1/3 as wide":
+            peak["reverse", "end"] == 0 and span["reverse", "start"] < span["reverse", "end"] / 3,
+        "rotate's mirror table peaks at 0": peak["rotate", "end"] == 0,
+        "at length 32 every slot's strongest attention is on its source": bool(programs),
+    }

@@ -6,13 +6,14 @@ here trains: training.py does."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from torch import nn
 
 from toylib.infer import infer
-from toylib.sequences.config import ABLATIONS, ABLATIONS_OURS, NO_POSITIONS, SeqConfig
+from toylib.sequences.config import (ABLATIONS, ABLATIONS_OURS, FLAT, NO_END, NO_POSITIONS, POST_QUERIES, RESIDUAL, SGD,
+                                     UNIT, WIDE, SeqConfig)
 from toylib.sequences.dataset import N_TEST, TEST_SEED, SeqData, held_out
 from toylib.sequences.numpy_net import NumpyTransformer
 from toylib.sequences.world import TASKS, check_sequences, source_positions
@@ -234,3 +235,101 @@ def measure(model: nn.Module, config: SeqConfig, data: SeqData, train_seconds: f
         time_target(train_seconds, TIME_BUDGET_S["torch"]),
     ]
     return rows if details else [t for t in rows if t.met is not None]
+
+
+# ----------------------------------------------------------------------------- the prose's claims
+# Each returns {a sentence of the chapter, as a checkable statement: whether it holds}, for the
+# chapter's check cells (`toylib.targets.check`); tests/test_sequences.py shows each can fail.
+def ablation_claims(ablation: dict[tuple[str, str], Run], budget: int, sgd_reverse: dict[float, float]) -> dict[str, bool]:
+    """The reading of the ablation table (`ablation`: `training.run_ablations`, each run with
+    `budget` steps) and of plain SGD on reverse at other rates (`sgd_reverse`: lr -> final
+    validation loss)."""
+    exact = {k: r.result["exact"] for k, r in ablation.items()}
+    on_source = {k: r.result["attention_on_source"] for k, r in ablation.items()}
+    met = {k: r.history.stop_reason == "callback" for k, r in ablation.items()}
+
+    def worst(name, tasks=TASKS):
+        return min(exact[name, t] for t in tasks)
+
+    def best(name, tasks=TASKS):
+        return max(exact[name, t] for t in tasks)
+
+    def steps_to_rule(name, task):  # past the budget where the rule was not met
+        return ablation[name, task].history.steps if met[name, task] else budget + 1
+
+    sgd_loss = {t: ablation[SGD, t].history.last["val_loss"] for t in TASKS}
+    return {
+        "no positions: copy and filter >= 99.9 % exact": worst(NO_POSITIONS, ("copy", "filter")) >= 0.999,
+        "no positions: reverse and rotate < 1 % exact": best(NO_POSITIONS, ("reverse", "rotate")) < 0.01,
+        "ours: every task exact, on its source, the rule met":
+            worst(ABLATIONS_OURS) == 1 and all(met[ABLATIONS_OURS, t] for t in TASKS)
+            and min(on_source[ABLATIONS_OURS, t] for t in TASKS) >= 0.999,
+        "the post's: every task >= 99.9 % exact": worst(POST_QUERIES) >= 0.999,
+        "the post's: some task meets the rule later than ours, or never":
+            any(steps_to_rule(POST_QUERIES, t) > steps_to_rule(ABLATIONS_OURS, t) for t in TASKS),
+        "residual + LayerNorm + MLP: every task exact": worst(RESIDUAL) == 1,
+        "plain SGD, lr 0.1: every task < 1 % exact": best(SGD) < 0.01,
+        "plain SGD, lr 0.01: reverse's loss ends > 2 (ln 9 = 2.2)": sgd_reverse[0.01] > 2,
+        "plain SGD, lr 0.1: loss > 1.5 on copy, reverse, rotate": min(sgd_loss[t] for t in ("copy", "reverse", "rotate")) > 1.5,
+        "plain SGD, lr 1: the loss diverges (nan, or > ln 9)": not sgd_reverse[1.0] <= np.log(9),
+        "the post's: copy, filter on their source less often than ours":
+            all(on_source[POST_QUERIES, t] < on_source[ABLATIONS_OURS, t] for t in ("copy", "filter")),
+        "the post's: filter on its source at < 3/4 of positions": on_source[POST_QUERIES, "filter"] < 0.75,
+    }
+
+
+def filter_claims(ours: dict[str, float], post: dict[str, float]) -> dict[str, bool]:
+    """Where filter's slots look (`filter_attention` of the chapter's model and of the post's
+    queries): ours on its own position, kept and removed; the post's kept slots often on another
+    copy of their value, its removed slots on another removed value."""
+    return {
+        "position queries: filter on its own position, kept and removed":
+            min(ours["kept_argmax_self"], ours["removed_argmax_self"]) >= 0.999,
+        "post's, kept: off its own position at >= 1/4": post["kept_argmax_self"] <= 0.75,
+        "post's, kept: on another copy of its value at >= 1/10":
+            post["kept_argmax_on_kept_same_value"] - post["kept_argmax_self"] >= 0.1,
+        "post's, removed: on its own position at < 1/4": post["removed_argmax_self"] < 0.25,
+        "post's, removed: on another removed value at >= 1/4":
+            post["removed_argmax_on_removed"] - post["removed_argmax_self"] >= 0.25,
+    }
+
+
+def sinusoid_claims(exact: dict[str, dict[int, float]], copy32: np.ndarray) -> dict[str, bool]:
+    """Sinusoidal positions trained on lengths 2 to 16 (`exact`: task -> length -> exact share,
+    lengths 2 to 32): exact where they trained but reverse, lost from length 20; on one length-32
+    copy (`copy32`: its attention, (query, key)), slots drawn to wrong keys past 15, some of
+    them slots below 16."""
+    top = copy32.argmax(-1)  # (query,)
+    astray = (top != np.arange(len(top))) & (top >= 16)  # to a wrong key, one training never had
+    return {
+        "sinusoids: copy, rotate, filter exact at every training length":
+            all(exact[t][n] == 1 for t in ("copy", "rotate", "filter") for n in range(2, 17)),
+        "sinusoids: reverse < 1 % exact at every length from 6": max(exact["reverse"][n] for n in range(6, 33)) < 0.01,
+        "sinusoids: every task < 10 % exact from length 20": max(exact[t][n] for t in TASKS for n in range(20, 33)) < 0.1,
+        "copy at 32: >= 1/4 of the slots drawn to a wrong key past 15": astray.mean() >= 0.25,
+        "slots below 16 among them": bool(astray[:16].any()),
+    }
+
+
+def relative_variant_claims(exact_at: dict[tuple[str, str], dict[int, float]],
+                            weight: dict[tuple[str, str], Sequence[float]], unit_span: float) -> dict[str, bool]:
+    """The reading of the relative model's variants (`exact_at`: (variant, task) -> length ->
+    exact share; `weight`: (variant or "relative", task) -> the weight on the source at lengths
+    16, 64 and 256, rotate's last slot only; `unit_span`: the range of copy's bias in units of 1,
+    in nats)."""
+    return {
+        "no mirror table: reverse < 1 % exact at every length": max(exact_at[NO_END, "reverse"].values()) < 0.01,
+        "no mirror table: rotate < 50 % exact at every length": max(exact_at[NO_END, "rotate"].values()) < 0.5,
+        "window +-16: rotate exact at 8 and 16, < 90 % at 32 and 64":
+            exact_at[WIDE, "rotate"][8] == exact_at[WIDE, "rotate"][16] == 1
+            and max(exact_at[WIDE, "rotate"][n] for n in (32, 64)) < 0.9,
+        "no length scaling: rotate's last slot thins, < 0.9 at 256":
+            weight[FLAT, "rotate"][0] > weight[FLAT, "rotate"][2] and weight[FLAT, "rotate"][2] < 0.9,
+        "scaled: rotate's last slot >= 0.98 on position 0 at 64 and 256": min(weight["relative", "rotate"][1:]) >= 0.98,
+        "units of 1: copy's bias spans < 5 nats": unit_span < 5,
+        "units of 1: copy's weight < 0.9 at 16, and grows with length":
+            weight[UNIT, "copy"][0] < 0.9 and weight[UNIT, "copy"][0] < weight[UNIT, "copy"][2],
+        "units of 1: copy and filter exact at every length":
+            all(v == 1 for t in ("copy", "filter") for v in exact_at[UNIT, t].values()),
+        "units of 10: copy's weight on the source >= 0.99 at 16 to 256": min(weight["relative", "copy"]) >= 0.99,
+    }
