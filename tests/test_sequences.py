@@ -623,3 +623,25 @@ def test_the_relative_claims_read_each_task_s_program_in_its_bias_tables(monkeyp
     assert [c for c, v in claims.items() if v] == ["reverse peaks at 0 from its mirror, its slot table < 1/3 as wide"]
     with pytest.raises(ValueError, match="part must be"):
         seq_look.bias_table(models["copy"], "middle")
+
+
+def test_the_rule_and_source_claims_can_fail(monkeypatch):
+    fast = Ns(history=Ns(stop_reason="callback", steps=300))
+    assert seq_measure.rule_met_within({("copy", 8): fast}, 1000)
+    assert not seq_measure.rule_met_within({("copy", 8): fast, ("reverse", 8): Ns(history=Ns(stop_reason="steps",
+                                                                                             steps=1000))}, 1000)
+    with pytest.raises(ValueError, match="runs"):
+        seq_measure.rule_met_within({}, 1000)
+    from toylib.sequences.world import source_positions
+
+    def run_model(m, x):  # attention at each slot's source for model "right", at slot 0 otherwise
+        n = x.shape[1]
+        pattern = np.zeros((len(x), 1, 1, n, n))
+        pattern[:, 0, 0, np.arange(n), source_positions(m, n) if m != "wrong" else 0] = 1
+        return None, pattern
+
+    monkeypatch.setattr(seq_measure, "run_model", run_model)
+    x = np.zeros((2, 8), int)
+    assert seq_measure.reads_its_source({"reverse": "reverse", "rotate": "rotate"}, x)
+    monkeypatch.setattr(seq_measure, "source_positions", lambda t, n: source_positions("reverse", n))
+    assert not seq_measure.reads_its_source({"copy": "copy"}, x)

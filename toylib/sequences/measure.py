@@ -333,3 +333,18 @@ def relative_variant_claims(exact_at: dict[tuple[str, str], dict[int, float]],
             all(v == 1 for t in ("copy", "filter") for v in exact_at[UNIT, t].values()),
         "units of 10: copy's weight on the source >= 0.99 at 16 to 256": min(weight["relative", "copy"]) >= 0.99,
     }
+
+
+def rule_met_within(runs: dict, steps: int) -> bool:
+    """"A few hundred steps suffice": every run of a suite (`training.train_suite`) stopped
+    at its rule, in fewer than `steps` steps."""
+    if not runs:
+        raise ValueError("rule_met_within needs the suite's runs")
+    return all(r.history.stop_reason == "callback" and r.history.steps < steps for r in runs.values())
+
+
+def reads_its_source(models: dict, x: np.ndarray) -> bool:
+    """On the sequences `x` (one length), every slot's strongest attention is on its source,
+    for each task's model (`models`: task -> model)."""
+    return all((run_model(m, x)[1][:, 0, 0].argmax(-1) == source_positions(t, x.shape[1])).all()
+               for t, m in models.items())
