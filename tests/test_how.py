@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from toylib.attention import EncoderDecoder, MultiHeadAttention, attention, sinusoidal_positions
+from toylib import how
 from toylib.how import (
     greedy_decode_work,
     gradient_norms_by_depth,
@@ -155,3 +156,15 @@ def test_scale_of_scores_is_what_attention_divides_by():
     q, k = torch.randn(1, 3, 8, generator=gen), torch.randn(1, 4, 8, generator=gen)
     _, pattern = attention(q * math.sqrt(8), k, k)
     torch.testing.assert_close(pattern, (q @ k.transpose(-2, -1)).softmax(-1))
+
+
+def test_the_depth_claims_follow_the_spread_of_the_gradients():
+    steady, fading = [1.0, 1.2, 1.5], [1.0, 0.01, 1e-4]
+    norms = {("residual + LayerNorm", 0): steady, ("residual only", 0): steady, ("LayerNorm only", 0): [1.0, 5.0],
+             ("neither", 0): fading}
+    assert how.depth_spread(fading) == pytest.approx(1e4)
+    assert all(how.depth_claims(norms).values())
+    worse = how.depth_claims({**norms, ("residual only", 1): [1.0, 3.0], ("LayerNorm only", 2): fading})
+    assert not any(worse.values())
+    with pytest.raises(ValueError, match="positive"):
+        how.depth_spread([1.0, 0.0])

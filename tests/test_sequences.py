@@ -645,3 +645,29 @@ def test_the_rule_and_source_claims_can_fail(monkeypatch):
     assert seq_measure.reads_its_source({"reverse": "reverse", "rotate": "rotate"}, x)
     monkeypatch.setattr(seq_measure, "source_positions", lambda t, n: source_positions("reverse", n))
     assert not seq_measure.reads_its_source({"copy": "copy"}, x)
+
+
+def test_the_weight_claims_hold_for_a_trained_model_and_fail_for_a_moved_query():
+    from toylib.sequences import look as seq_look, training
+
+    model, _ = training.train(SeqConfig(task="copy", length=8, steps=150, eval_every=50, val_size=200), device="cpu",
+                              progress=False)
+    assert seq_look.weight_claims({"copy": model})["the queries' content rows keep their initial values"]
+    vocab = model.config.vocab
+    with torch.no_grad():
+        model.attention_layer(0).W_Q.weight[:, :vocab] += 0.1  # the content rows moved
+        model.attention_layer(0).W_K.weight[:, vocab:] = 0.0  # keys blind to position
+    moved = seq_look.weight_claims({"copy": model})
+    assert not moved["the queries' content rows keep their initial values"]
+    assert not moved["keys: position rows' norm >= 2x the content rows'"]
+
+
+def test_the_share_on_other_copies_of_a_symbol():
+    from toylib.sequences import look as seq_look
+
+    x = np.array([4, 7, 4, 2])
+    pattern = np.eye(4)
+    pattern[0] = [0.5, 0, 0.5, 0]  # slot 0 (a 4) puts half on the other 4
+    assert seq_look.other_copies_share(pattern, x) == pytest.approx(0.25)  # slots 0 and 2: 0.5 and 0
+    with pytest.raises(ValueError, match="repeated"):
+        seq_look.other_copies_share(np.eye(3), np.array([1, 2, 3]))

@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -244,3 +245,25 @@ def greedy_decode_work(
     (enc_calls, enc_pos), (dec_calls, dec_pos) = calls.values()
     return DecodeWork(tokens[:, 1:].cpu(), enc_calls, dec_calls, enc_pos,
                       dec_pos)
+
+
+def depth_spread(norms: Sequence[float]) -> float:
+    """The largest ratio of two layers' gradient norms (`gradient_norms_by_depth`)."""
+    norms = np.asarray(norms, dtype=float)
+    if norms.size < 2 or (norms <= 0).any():
+        raise ValueError("depth_spread needs two layers' gradient norms or more, all positive")
+    return float(norms.max() / norms.min())
+
+
+def depth_claims(norms: dict[tuple[str, int], Sequence[float]]) -> dict[str, bool]:
+    """What the tour says of gradients through 32 layers (`norms`: (variant, seed) -> each
+    layer's gradient norm): with a residual every layer is within a factor 2 of every other,
+    with LayerNorm alone within 10, over every seed."""
+    def spread(name):
+        return max(depth_spread(g) for (n, _), g in norms.items() if n == name)
+
+    return {
+        "with a residual, every layer within a factor 2 of every other":
+            max(spread("residual + LayerNorm"), spread("residual only")) <= 2,
+        "LayerNorm alone: within a factor 10": spread("LayerNorm only") <= 10,
+    }

@@ -7,9 +7,11 @@ toylib.plot.attention_grid's job."""
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from toylib.plot import LABEL_PT, TITLE_PT, finish_attention_figure
 from toylib.sequences.measure import predict, run_model
+from toylib.sequences.net import SeqTransformer
 from toylib.sequences.numpy_net import NumpyTransformer
 from toylib.sequences.world import TASKS, check_sequences, make_targets, source_positions
 
@@ -199,3 +201,41 @@ def relative_claims(models: dict, exact: dict[str, dict[int, float]], x32: np.nd
         "rotate's mirror table peaks at 0": peak["rotate", "end"] == 0,
         "at length 32 every slot's strongest attention is on its source": bool(programs),
     }
+
+
+def initial_model(config):
+    """The weights `training.train` starts `config`'s model from (its seed's draw), leaving
+    the caller's random state alone."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        return SeqTransformer(config)
+
+
+def weight_claims(models: dict) -> dict[str, bool]:
+    """What the chapter reads in the trained weights (`models`: task -> a length-8 model with
+    queries from position): the queries' content rows never move from their start (no gradient
+    reaches them), the keys read the position far more than the content, the values the content
+    far more than the position (norms at least twice)."""
+    splits = {t: weight_splits(m) for t, m in models.items()}
+    norm = {(t, w, part): float(np.linalg.norm(a)) for t, s in splits.items() for w in ("W_K", "W_V")
+            for part, a in s[w].items()}
+    return {
+        "the queries' content rows keep their initial values": all(
+            np.array_equal(splits[t]["W_Q"]["content"], weight_splits(initial_model(m.config))["W_Q"]["content"])
+            for t, m in models.items()),
+        "keys: position rows' norm >= 2x the content rows'":
+            all(norm[t, "W_K", "position"] >= 2 * norm[t, "W_K", "content"] for t in models),
+        "values: content rows' norm >= 2x the position rows'":
+            all(norm[t, "W_V", "content"] >= 2 * norm[t, "W_V", "position"] for t in models),
+    }
+
+
+def other_copies_share(pattern: np.ndarray, x: np.ndarray) -> float:
+    """For one sequence `x` (length,) and its attention `pattern` (query, key): the mean share
+    of attention that the slots whose symbol occurs more than once put on the symbol's other
+    copies."""
+    other = (x[:, None] == x[None, :]) & ~np.eye(len(x), dtype=bool)  # (query, key)
+    repeated = other.any(1)
+    if not repeated.any():
+        raise ValueError("other_copies_share needs a sequence with a repeated symbol")
+    return float((pattern * other).sum(1)[repeated].mean())
