@@ -12,16 +12,20 @@ at a time, as the chapter searched before) and `measure.solve_beams` (the core's
 `measure.Frontier`, every board's beams in one forward pass per step). It prints boards per
 second for each, their ratio, and on how many boards the two found the same solution; they
 should agree on all of them (a board could differ only if batching rounded a logit to a tie
-differently). Not a test: its times belong to the machine it ran on.
+differently), and writes them to `benchmarks/results/beam-<path>.json` (`--out` elsewhere).
+Not a test: its times belong to the machine it ran on.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import torch
 
+from toylib import results
 from toylib.device import pick_device
 from toylib.infer import evaluating, model_device
 from toylib.sokoban import dataset, measure, training
@@ -36,6 +40,7 @@ def main(argv: list[str] | None = None) -> float:
     p.add_argument("--width", type=int, default=32)
     p.add_argument("--threads", type=int, default=1, help="CPU threads for both searches (training: one)")
     p.add_argument("--device", default="cpu", help="where both searches run: cpu (default) or cuda")
+    p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result file goes")
     args = p.parse_args(argv)
     if args.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
@@ -73,6 +78,11 @@ def main(argv: list[str] | None = None) -> float:
     print(f"  all boards at once:  {t2 - t1:6.2f} s  {batched:7.1f} boards/s  "
           f"({sum(a is not None for a in together):,} solved)")
     print(f"  ratio {batched / per_board:.1f}x; the same solution on {same:,} of {len(boards):,} boards")
+    header = ("runs on", "boards", "width", "one at a time, boards/s", "all at once, boards/s", "same solution")
+    row = (runs_on, len(boards), args.width, f"{per_board:.1f}", f"{batched:.1f}", f"{same:,} of {len(boards):,}")
+    saved = results.save_study("beam", header, [row], script="beam.py", words=sys.argv[1:] if argv is None else argv,
+                               device=where, out=args.out)
+    print(f"written to {saved}")
     return batched / per_board
 
 

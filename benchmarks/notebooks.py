@@ -1,5 +1,5 @@
 """Where the book's time goes: each chapter's notebook executed alone, its wall and CPU seconds,
-and its slowest cells.
+and its slowest cells. It writes `benchmarks/results/notebooks-<profile>.json` (`--out` elsewhere).
 
     python benchmarks/notebooks.py                    # every notebook of _toc.yml, one after another
     python benchmarks/notebooks.py --only maze,life   # some of them (names without .ipynb)
@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from toylib import results
 from toylib.device import PROFILES, cpu_cores, profile_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
     p.add_argument("--timeout", type=int, default=1800, help="seconds a cell may take")
     p.add_argument("--profile", choices=PROFILES, default="native",
                    help="the CPU profile the kernels compute with (default: this CPU's best)")
+    p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result file goes")
     args = p.parse_args(argv)
     paths = notebooks()
     if args.only:
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
     print(f"{cpu_cores()} cores, CPU profile {args.profile}; each notebook alone, one after another")
     print("| notebook | wall s | CPU s | slowest cells (s) |")
     print("|---|---|---|---|")
-    found, total_wall, total_cpu = {}, 0.0, 0.0
+    found, total_wall, total_cpu, rows = {}, 0.0, 0.0, []
     with tempfile.TemporaryDirectory() as tmp:
         for path in paths:
             copy = Path(tmp) / path.name
@@ -94,11 +96,17 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
                 sys.exit(f"{path.name} failed:\n{done.stderr[-3000:]}")
             slow = "; ".join(f"[{i}] {first} {s:.0f}" for s, i, first in cell_seconds(copy)[: args.cells])
             print(f"| {path.stem} | {wall:.0f} | {cpu:.0f} | {slow} |", flush=True)
+            rows.append((path.stem, f"{wall:.0f}", f"{cpu:.0f}", slow))
             found[path.stem] = wall, cpu
             total_wall, total_cpu = total_wall + wall, total_cpu + cpu
     cores = cpu_cores()
     print(f"| total | {total_wall:.0f} | {total_cpu:.0f} | at least {total_cpu / cores:.0f} s of wall time "
           f"on {cores} cores |")
+    rows.append(("total", f"{total_wall:.0f}", f"{total_cpu:.0f}", ""))
+    saved = results.save_study("notebooks", ("notebook", "wall s", "CPU s", "slowest cells (s)"), rows,
+                               script="notebooks.py", words=sys.argv[1:] if argv is None else argv,
+                               profile=args.profile, out=args.out)
+    print(f"written to {saved}")
     return found
 
 

@@ -9,7 +9,8 @@ bytes). A switch that changes the fingerprint makes that chapter train along ano
 after thousands of steps, to another model, as another CPU (or a GPU) would. Switches:
 PyTorch's CPU kernels (ATEN_CPU_CAPABILITY), MKL's instruction set (MKL_ENABLE_INSTRUCTIONS),
 oneDNN's (DNNL_MAX_CPU_ISA), two torch threads instead of one, and the ordinary profile (all
-three capped at AVX2, toylib.device.PROFILES). Not a test: the answer
+three capped at AVX2, toylib.device.PROFILES). It writes the table to
+`benchmarks/results/paths-native.json` (`--out` elsewhere). Not a test: the answer
 belongs to the CPU it ran on.
 """
 
@@ -21,7 +22,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
+from toylib import results
 from toylib.chapters import CHAPTERS, contract
 from toylib.device import PROFILES
 
@@ -61,10 +64,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--chapters", default=",".join(CHAPTERS))
     p.add_argument("--one", help=argparse.SUPPRESS)  # internal: fingerprint one chapter in this process
+    p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result file goes")
     args = p.parse_args()
     if args.one:
         print(json.dumps(fingerprint(args.one)))
         return
+    rows = []
     for chapter in args.chapters.split(","):
         if chapter not in CHAPTERS:
             p.error(f"unknown chapter {chapter!r}; known: {', '.join(CHAPTERS)}")
@@ -77,6 +82,10 @@ def main() -> None:
             base = base or fp
             same = "same path" if fp["hash"] == base["hash"] else "ANOTHER PATH"
             print(f"  {name:30s} kernels {fp['kernels']:8s} sum {fp['sum']:>14.6f}  {fp['hash']}  {same}", flush=True)
+            rows.append((chapter, name, fp["kernels"], f"{fp['sum']:.6f}", fp["hash"], same))
+    saved = results.save_study("paths", ("chapter", "switch", "kernels", "sum of the weights", "hash", "path"), rows,
+                               script="paths.py", words=sys.argv[1:], out=args.out)
+    print(f"written to {saved}")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ each model clipped alone, one AdamW over the stacked weights, which is K AdamWs,
 works weight by weight). It prints the time of
 a step of all K models both ways, and the largest difference between the two ways' gradients
 at the first step, relative to the largest gradient of each weight tensor (float rounding
-alone: the two ways compute the same thing). One thread, as the chapters train. Not a test:
-its times belong to the machine.
+alone: the two ways compute the same thing), and writes the table to
+`benchmarks/results/stacked-<profile>.json` (`--out` elsewhere). One thread, as the chapters
+train. Not a test: its times belong to the machine.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import copy
 import os
 import sys
 import time
+from pathlib import Path
 
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
+from toylib import results
 from toylib.device import PROFILES, cpu_kernels, profile_env, seed_everything
 
 
@@ -147,11 +150,17 @@ def two_ways(name: str, k: int, steps: int, grad_clip: float | None = 1.0) -> di
     return {"separate": separate, "stacked": params, "gap": gap, "times": times}
 
 
-def compare(name: str, k: int, steps: int) -> None:
+HEADER = ("case", "models", "one after another", "at once", "speed-up", "largest gradient gap, first step")
+
+
+def compare(name: str, k: int, steps: int) -> tuple[str, ...]:
+    """One row of the table: ms for one step of every model, each way."""
     run = two_ways(name, k, steps)
     times = run["times"]
-    print(f"| {name} | {k} | {times['one after another']:.1f} | {times['at once']:.1f} | "
-          f"{times['one after another'] / times['at once']:.2f} | {run['gap']:.1e} |", flush=True)
+    row = (name, str(k), f"{times['one after another']:.1f}", f"{times['at once']:.1f}",
+           f"{times['one after another'] / times['at once']:.2f}", f"{run['gap']:.1e}")
+    print("| " + " | ".join(row) + " |", flush=True)
+    return row
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -160,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     p.add_argument("--profile", choices=PROFILES, default="native")
+    p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result file goes")
     args = p.parse_args(argv)
     want = profile_env(args.profile)
     if any(os.environ.get(k) != v for k, v in want.items()):  # read when torch loads: run again with them
@@ -167,10 +177,12 @@ def main(argv: list[str] | None = None) -> None:
                   {**os.environ, **want})
     torch.set_num_threads(1)
     print(f"{cpu_kernels()}, one thread; ms for one step of every model")
-    print("| case | models | one after another | at once | speed-up | largest gradient gap, first step |")
+    print("| " + " | ".join(HEADER) + " |")
     print("|---|---|---|---|---|---|")
-    for name in args.cases.split(","):
-        compare(name, args.models, args.steps)
+    rows = [compare(name, args.models, args.steps) for name in args.cases.split(",")]
+    saved = results.save_study("stacked", HEADER, rows, script="stacked.py",
+                               words=sys.argv[1:] if argv is None else argv, profile=args.profile, out=args.out)
+    print(f"written to {saved}")
 
 
 if __name__ == "__main__":

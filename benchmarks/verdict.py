@@ -18,20 +18,24 @@ and the player's region, pooled to a token) with a logit on top. `--block looped
 block again and again, the board fed back in at every pass (as Bansal et al.'s recurrent
 "DeepThinking" networks do) and the state kept on the floor: a wall square holds nothing, so
 what spreads, spreads along the floor, as a box and the player do. Not a test: what a run
-reaches in its time depends on the machine's speed.
+reaches in its time depends on the machine's speed. It writes its rows to
+`benchmarks/results/verdict-native.json` (`--out` elsewhere).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from toylib import results
 from toylib.attention import count_parameters
 from toylib.device import seed_everything
 from toylib.infer import evaluating
@@ -108,6 +112,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     p.add_argument("--passes", type=int, default=12, help="passes of the looped block")
     p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (AdamW)")
     p.add_argument("--seed", type=int, default=0, help="initial weights and batches (the boards are data seed 0's)")
+    p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result file goes")
     args = p.parse_args(argv)
     if args.seconds <= 0 or args.channels < 1 or args.passes < 1 or args.lr <= 0:
         raise ValueError("--seconds, --channels, --passes and --lr must be positive")
@@ -139,10 +144,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     scores = {"held_out": accuracy(model, *held_out), "other": accuracy(model, *other)}
     print(f"  {steps:,} steps ({steps * BATCH:,} boards): held-out {scores['held_out']:.2f} %, "
           f"second generator {scores['other']:.2f} %")
+    rows = [(args.block, f"{steps:,}", f"{scores['held_out']:.2f} %", f"{scores['other']:.2f} %")]
     if args.block == "looped":
         for passes in (args.passes // 2, 2 * args.passes, 3 * args.passes):
-            print(f"  at {passes} passes: held-out {accuracy(model, *held_out, passes=passes):.2f} %, "
-                  f"second generator {accuracy(model, *other, passes=passes):.2f} %")
+            rows.append((f"{args.block}, at {passes} passes", f"{steps:,}", f"{accuracy(model, *held_out, passes=passes):.2f} %",
+                         f"{accuracy(model, *other, passes=passes):.2f} %"))
+            print(f"  {rows[-1][0]}: held-out {rows[-1][2]}, second generator {rows[-1][3]}")
+    saved = results.save_study("verdict", ("block", "steps", "held-out start boards", "second generator"), rows,
+                               script="verdict.py", words=sys.argv[1:] if argv is None else argv, out=args.out)
+    print(f"written to {saved}")
     return scores
 
 

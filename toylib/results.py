@@ -109,6 +109,21 @@ def start_study(name: str, device: torch.device | str, header: Sequence[str], *,
     return {**record, "header": list(header), "rows": []}
 
 
+def save_study(name: str, header: Sequence[str], rows: Sequence[Sequence], *, script: str, words: Sequence[str],
+               profile: str | None = None, device: torch.device | str = "cpu", out: Path = FOLDER) -> Path:
+    """Write a study's table (`header`, `rows`, each cell its str) to `out`/`<name>-<path>.json`,
+    with the command that measured it (`script` and its arguments `words`, without --out):
+    how the benchmarks that print a table keep it. Returns the file's path."""
+    record = start_study(name, device, header, profile=profile,
+                         command=" ".join([f"python benchmarks/{script}", *without(words, ["--out"])]))
+    record["rows"] = [[str(c) for c in row] for row in rows]
+    if any(len(row) != len(header) for row in record["rows"]):
+        raise ValueError(f"every row of {name} needs {len(header)} cells, one per column of {list(header)}")
+    path = out / file_name(record)
+    write(record, path)
+    return path
+
+
 def load_study(name: str, path: str, folder: Path = FOLDER) -> dict:
     """A study's result file: `name` on the arithmetic `path`."""
     file = folder / f"{name}-{path}.json"
