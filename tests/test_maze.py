@@ -1267,3 +1267,15 @@ def test_the_row_claims_follow_the_scores_and_the_paths():
     assert all(measure.row_claims(beyond, sets).values())
     short = {**sets, measure.TREE: mazes(5, 6), measure.BIG_TREE: mazes(8, 9)}
     assert not any(measure.row_claims({**beyond, "7x7": Ns(shortest=0.98)}, short).values())
+
+
+def test_the_pass_claims_compare_each_maze_s_passes_with_its_farthest_tile():
+    from types import SimpleNamespace as Ns
+
+    mazes = dataset.make_mazes(4, seed=3)
+    far = measure.farthest_tiles(mazes)
+    assert far.shape == (4,) and (far >= 1).all()
+    enough = {"5x5": Ns(passes=tuple(int(f) + 1 for f in far))}
+    assert all(measure.pass_claims(enough, {"5x5": mazes}, ["5x5"]).values())
+    short = {"5x5": Ns(passes=tuple(int(f) - 1 for f in far))}
+    assert not any(measure.pass_claims(short, {"5x5": mazes}, ["5x5"]).values())

@@ -17,7 +17,7 @@ from toylib.attention import MultiHeadAttention
 from toylib.decode import greedy_decode
 from toylib.infer import infer
 from toylib.maze.config import BaseMazeConfig
-from toylib.maze.dataset import PAD, MazeSet, connections, invalid_last_move, make_mazes, solution_tensor
+from toylib.maze.dataset import PAD, MazeSet, connections, invalid_last_move, make_mazes, solution_tensor, ways_to_end
 from toylib.maze.net import MazeModel, Memory
 from toylib.maze.world import START, STOP, check_pixels, check_solution
 from toylib.targets import Target, format_table, pct, share_target, time_target
@@ -255,3 +255,17 @@ def row_claims(beyond: dict[str, Scores], sets: dict[str, MazeSet]) -> dict[str,
             mean[TREE] > mean["8x8"] and mean[BIG_TREE] > mean["32x32"],
         "the 32x32 mazes with no loops have paths of over 100 moves": longest[BIG_TREE] > 100,
     }
+
+
+def farthest_tiles(mazes: MazeSet) -> np.ndarray:
+    """Each maze's farthest tile from the end that can reach it, in moves: (n,)."""
+    distance = ways_to_end(torch.from_numpy(mazes.mazes))[1]  # (n, tiles)
+    return distance.masked_fill(distance.isinf(), 0).amax(1).cpu().numpy()
+
+
+def pass_claims(scores: dict[str, Scores], sets: dict[str, MazeSet], names) -> dict[str, bool]:
+    """"Every maze ran at least as many passes as its farthest tile is far" (the loop stops
+    once the answer holds, never before the end's news can reach every tile), on the sets
+    `names` (their `score_sets` scores and mazes)."""
+    return {"every maze ran at least as many passes as its farthest tile is far":
+            all(bool((np.asarray(scores[n].passes) >= farthest_tiles(sets[n])).all()) for n in names)}
