@@ -120,8 +120,9 @@ def _fold(lines) -> nodes.Element:
 
 
 def _where(r) -> str:
-    return (f"run on {results.date_text(r)} on a {r['cpu']} with {r['cores']} cores, one thread per model, "
-            f"{r['device']}, PyTorch {r['torch']}, at commit {r['commit'][:7] or 'unknown'}")
+    device = "on the CPU" if r["device"] == "cpu" else f"on {r['device']}"
+    return (f"run on {results.date_text(r)}: {r['cpu']}, {r['cores']} cores, one thread per model {device}, "
+            f"PyTorch {r['torch']}, commit {r['commit'][:7] or 'unknown'}")
 
 
 class BenchRows(SphinxDirective):
