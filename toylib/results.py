@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from toylib.device import cpu_kernels
-from toylib.targets import Target, all_met, missed, over
+from toylib.targets import Floor, Target, all_met, goal_text, missed, over
 
 FOLDER = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 KEYS = ("chapter", "preset", "changes", "path", "command", "commit", "dirty", "date", "cpu", "cores", "torch",
@@ -127,10 +127,7 @@ def save_study(name: str, header: Sequence[str], rows: Sequence[Sequence], *, sc
 def load_study(name: str, path: str, folder: Path = FOLDER) -> dict:
     """A study's result file: `name` on the arithmetic `path`."""
     file = folder / f"{name}-{path}.json"
-    try:
-        record = json.loads(file.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"cannot read the result file {file}: {exc}") from None
+    record = _read(file)
     if not record.get("rows") or any(len(r) != len(record.get("header", ())) for r in record["rows"]):
         raise ValueError(f"the result file {file} has no rows, or rows that do not fit its header")
     return record
@@ -183,13 +180,17 @@ def write(record: Mapping, path: Path) -> None:
     part.replace(path)
 
 
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read the result file {path}: {exc}") from None
+
+
 def load(path: Path | str) -> dict:
     """A result file, checked to hold what the book reads."""
     path = Path(path)
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"cannot read the result file {path}: {exc}") from None
+    record = _read(path)
     lacking = [k for k in KEYS if k not in record]
     if lacking:
         raise ValueError(f"the result file {path} lacks {lacking}")
@@ -356,7 +357,8 @@ def table(chapter: str, paths: Sequence[str], preset: str | None = None, folder:
         if not every_row and all(f is not None and f["met"] == f["seeds"] for f in found):
             always += 1
             continue
-        goal = first["goal"] + (f", floor {first['floor']['goal'].removeprefix('>= ')}" if first["floor"] else "")
+        floor = Floor(**first["floor"]) if first["floor"] else None
+        goal = goal_text(Target(measure, first["goal"], "", False, floor=floor))
         rows.append([measure, goal] + ["" if f is None else f"{fraction(f['met'], f['seeds'])}: "
                                        f"{_between(f['lowest'], f['highest'])}" for f in found])
     if always:
