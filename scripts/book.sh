@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
 .venv/bin/python scripts/build_book.py "$@"
-echo "The site is in _build/html/index.html"
+echo "The site is in _build/html/index.html, its Colab edition in _build/colab/book"

@@ -18,6 +18,9 @@ run (the cache's hash sees a notebook's cells, not a change to toylib). Then jup
 renders the pages from that cache (myst-nb's `execute_notebooks: cache`), so every output on
 the site comes from this run.
 
+Either way, the build also writes the Colab edition of every chapter into _build/colab/
+(_ext/colab.py: plain Markdown, numbers written in, the install cell first and pinned).
+
 Either way, warnings are errors and a cell that raises fails the build: when executing, before
 Sphinx starts, naming the notebook with the cell's traceback. (myst-nb would quietly execute a
 notebook missing from the cache, one at a time inside Sphinx: this script checks that none is

@@ -28,21 +28,25 @@ def chromium() -> str | None:
     return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 
 
-def play(page: Path, width: int = 1440, timeout: float = 120) -> dict:
-    """Load `page` (an HTML file) with the driver appended, `width` pixels wide, and return
-    the driver's results: {"boards": [...], "errors": [...]}."""
+def render(page: Path, end: str, width: int = 1440, head: str = "", results: str = "toy-live-results",
+           timeout: float = 120) -> dict:
+    """Load `page` (an HTML file) in headless Chromium, offline, `width` pixels wide, with `head`
+    (HTML) put first in its head and `end` (HTML: the driver's script) last in its body, and
+    return the JSON that the driver wrote into the pre element whose id is `results`."""
     browser = chromium()
     if browser is None:
         raise RuntimeError("no Chromium: install Debian's (apt-get install chromium) to play the live boards")
     html = page.read_text(encoding="utf8")
     at = html.rfind("</body>")
     at = len(html) if at < 0 else at
-    copy = page.with_name(f"_live_check_{page.name}")
-    # Chromium's window is at least 500 pixels wide: narrower, the boards get a column as wide
-    # as a phone's page leaves them (the page's margins taken off), and must fit it
-    narrow = f"<style>.toy-live {{ max-width: {width - 32}px; }}</style>" if width < 500 else ""
-    driver = f"<script>{DRIVER.read_text(encoding='utf8')}</script>"
-    copy.write_text(html[:at] + narrow + driver + html[at:], encoding="utf8")
+    html = html[:at] + end + html[at:]
+    if head:
+        opened = re.search(r"<head\b[^>]*>", html)
+        if opened is None:
+            raise ValueError(f"{page} has no <head> to put {head[:40]!r} in")
+        html = html[:opened.end()] + head + html[opened.end():]
+    copy = page.with_name(f"_live_check_{page.name}")  # beside the page: the site's files by the same paths
+    copy.write_text(html, encoding="utf8")
     try:
         out = subprocess.run(
             [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--mute-audio",
@@ -52,11 +56,21 @@ def play(page: Path, width: int = 1440, timeout: float = 120) -> dict:
     finally:
         copy.unlink()
     # the last such element (the driver's own source names it too); the site's theme adds attributes
-    found = list(re.finditer(r'<pre id="toy-live-results"[^>]*>(.*?)</pre>', out, re.S))
+    found = list(re.finditer(rf'<pre id="{re.escape(results)}"[^>]*>(.*?)</pre>', out, re.S))
     if not found:
         raise RuntimeError(f"{page}: the driver left no results (did the page's scripts run?)")
     body = found[-1].group(1)
     return json.loads(html_lib.unescape(body))
+
+
+def play(page: Path, width: int = 1440, timeout: float = 120) -> dict:
+    """Load `page` (an HTML file) with the driver appended, `width` pixels wide, and return
+    the driver's results: {"boards": [...], "errors": [...]}."""
+    # Chromium's window is at least 500 pixels wide: narrower, the boards get a column as wide
+    # as a phone's page leaves them (the page's margins taken off), and must fit it
+    narrow = f"<style>.toy-live {{ max-width: {width - 32}px; }}</style>" if width < 500 else ""
+    driver = f"<script>{DRIVER.read_text(encoding='utf8')}</script>"
+    return render(page, narrow + driver, width, timeout=timeout)
 
 
 def main(argv: list[str]) -> int:

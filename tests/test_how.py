@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -168,3 +169,19 @@ def test_the_depth_claims_follow_the_spread_of_the_gradients():
     assert not any(worse.values())
     with pytest.raises(ValueError, match="positive"):
         how.depth_spread([1.0, 0.0])
+
+
+def test_the_opening_picture_shows_a_soft_look_up_and_the_look_ahead_mask():
+    look = how.soft_look_up()
+    assert look.weights.argmax() == look.nearest and abs(look.weights.sum() - 1) < 1e-6
+    assert (look.weights > 0).all() and look.weights.max() < 0.99  # soft: every key read a little
+    assert look.scores.argmax() == look.nearest
+    assert np.triu(look.causal, 1).max() == 0  # nothing read after itself
+    np.testing.assert_allclose(look.causal.sum(1), 1, rtol=1e-6)
+    for columns in (3, 1):
+        fig = how.opening_picture(columns=columns)
+        assert len(fig.axes) == 4  # three panels and the colour bar
+    with pytest.raises(ValueError, match="columns"):
+        how.opening_picture(columns=2)
+    with pytest.raises(ValueError, match="nearest"):
+        how.soft_look_up(n=4, nearest=4)

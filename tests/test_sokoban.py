@@ -1,4 +1,5 @@
 import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -278,6 +279,36 @@ def test_the_backward_table_is_the_core_searchs(boards):
     for board in [b for b, _ in boards] + [world.from_xsb(CORNER), world.from_xsb(ALONG_THE_WALL)]:
         plain = {(s.box, s.player): d - 1 for s, d in distances(Solved(board)).items() if d > 0}
         assert world.moves_to_goal(board) == plain
+
+
+@dataclasses.dataclass(frozen=True)
+class BoxBack:
+    """The box alone taken back from the goal one push at a time, as a state of the core's
+    search: the slow, plain form of `world._pushes_to_goal`."""
+
+    square: int
+    board: world.Board = dataclasses.field(compare=False, repr=False)
+
+    def behind(self, move):
+        step = world.neighbours(self.board.shape)
+        box = step[self.square][world.OPPOSITE[move]]
+        return box, (step[box][world.OPPOSITE[move]] if box >= 0 else -1)
+
+    def legal_actions(self):
+        return [m for m in world.MOVES if all(s >= 0 and not self.board.walls[s] for s in self.behind(m))]
+
+    def apply_action(self, move):
+        return BoxBack(self.behind(move)[0], self.board)
+
+    def is_goal(self):
+        return False
+
+
+def test_the_push_table_is_the_core_searchs(boards):
+    for board in [b for b, _ in boards] + [world.from_xsb(CORNER), world.from_xsb(ALONG_THE_WALL)]:
+        plain = {s.square: d for s, d in distances(BoxBack(board.goal, board)).items()}
+        assert world._pushes_to_goal(board.walls, board.goal, board.shape) == plain
+        assert world.push_distance(board) == plain.get(board.box, math.inf)
 
 
 def test_the_backward_table_agrees_with_bfs(boards):

@@ -267,3 +267,70 @@ def depth_claims(norms: dict[tuple[str, int], Sequence[float]]) -> dict[str, boo
             max(spread("residual + LayerNorm"), spread("residual only")) <= 2,
         "LayerNorm alone: within a factor 10": spread("LayerNorm only") <= 10,
     }
+
+
+# ----------------------------------------------------------------------------- the opening picture
+
+
+class LookUp(NamedTuple):
+    """One query's soft look-up over `n` keys, and the pattern of `n` tokens under the look-ahead
+    mask: what the chapter's opening picture draws."""
+
+    scores: np.ndarray  # (n,): the query's score against each key, scaled by 1/sqrt(d)
+    weights: np.ndarray  # (n,): after the softmax, positive and summing to one
+    nearest: int  # the key the query was drawn near
+    causal: np.ndarray  # (n, n): a pattern of n tokens reading each other under the mask
+
+
+def soft_look_up(n: int = 8, d: int = 16, nearest: int = 5, seed: int = 0) -> LookUp:
+    """Random keys, and a query drawn half from key `nearest`: attention (`toylib.attention`)
+    reads that key most, and the others a little. Then the random queries and keys of n tokens
+    under the look-ahead mask: each token reads itself and those before it only."""
+    if not 0 <= nearest < n or d < 1:
+        raise ValueError(f"need 0 <= nearest < n and d >= 1, got nearest={nearest}, n={n}, d={d}")
+    gen = torch.Generator().manual_seed(seed)
+    keys = torch.randn(n, d, generator=gen)  # (key, d)
+    # near key `nearest`, not on it: the look-up is soft, and the picture shows it
+    query = 0.5 * keys[nearest] + 0.5 * torch.randn(d, generator=gen)  # (d,)
+    _, pattern = attention(query[None], keys, keys)  # (1, key)
+    # queries and keys of n tokens, as two projections of them would give
+    q, k = 0.5 * torch.randn(2, n, d, generator=gen)  # (pos, d) each
+    mask = torch.ones(n, n, dtype=torch.bool).tril()  # (query, key): itself and before
+    _, causal = attention(q, k, k, mask)  # (query, key)
+    return LookUp((keys @ query / math.sqrt(d)).numpy(), pattern[0].numpy(), nearest, causal.numpy())
+
+
+def opening_picture(columns: int = 3, width: float = 9.0):
+    """The chapter's opening picture (a matplotlib Figure) from `soft_look_up`: one query's
+    scores against eight keys, its weights after the softmax, and eight tokens' pattern under
+    the look-ahead mask. columns=1 stacks the three for a phone."""
+    import matplotlib.pyplot as plt
+
+    from toylib.plot import LABEL_PT, TITLE_PT, colorbar
+
+    if columns not in (1, 3):
+        raise ValueError(f"columns is 3 (side by side) or 1 (stacked for a phone), got {columns}")
+    look = soft_look_up()
+    n = len(look.weights)
+    rows = 3 // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(width, 2.8) if columns == 3 else (width / 2, 8.4))
+    colours = ["#d62728" if k == look.nearest else "#7f7f7f" for k in range(n)]
+    for ax, values, title, label in ((axes[0], look.scores, "1. score of one query\nagainst each key", "score"),
+                                      (axes[1], look.weights, "2. softmax: weights\nthat sum to one", "weight")):
+        ax.bar(range(n), values, color=colours)
+        ax.axhline(0, c="black", lw=0.8)
+        ax.set_title(title, fontsize=TITLE_PT)
+        ax.set_xlabel("key", fontsize=LABEL_PT)
+        ax.set_ylabel(label, fontsize=LABEL_PT)
+        ax.set_xticks(range(n))
+        ax.tick_params(labelsize=LABEL_PT)
+    image = axes[2].imshow(look.causal, cmap="magma", vmin=0, vmax=1)
+    axes[2].set_title("3. look-ahead mask: each\ntoken reads itself and before", fontsize=TITLE_PT)
+    axes[2].set_xlabel("key (token read)", fontsize=LABEL_PT)
+    axes[2].set_ylabel("query (token reading)", fontsize=LABEL_PT)
+    axes[2].set_xticks(range(n))
+    axes[2].set_yticks(range(n))
+    axes[2].tick_params(labelsize=LABEL_PT)
+    colorbar(fig, image, axes[2], "weight", shrink=0.85)
+    fig.tight_layout()
+    return fig

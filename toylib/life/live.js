@@ -158,12 +158,17 @@
       steps = 0;
       render();
     }
-    function reshape(rows, cols) {
+    function glider() { // five cells near the top left, heading down and to the right
+      const g = [...Array(R)].map(() => Array(C).fill(0));
+      [[0, 1], [1, 2], [2, 0], [2, 1], [2, 2]].forEach(([r, c]) => { g[(r + 1) % R][(c + 1) % C] = 1; });
+      set(g);
+    }
+    function reshape(rows, cols) { // a new board starts on a glider: the model has something to do at once
       R = rows;
       C = cols;
       picked = mode === "look" ? Math.floor(R / 2) * C + Math.floor(C / 2) : null;
       build();
-      set([...Array(R)].map(() => Array(C).fill(0)));
+      glider();
     }
     el.querySelectorAll("[data-mode]").forEach((b) => b.addEventListener("click", () => {
       mode = b.dataset.mode;
@@ -189,11 +194,7 @@
       render(`step ${steps}: ${alive} live cells; the model ${wrong.size ? `and the rule differ on ${wrong.size} cells` : "agrees with the rule on every cell"}`);
     });
     $("[data-role=clear]").addEventListener("click", () => set(grid.map((row) => row.map(() => 0))));
-    $("[data-role=glider]").addEventListener("click", () => {
-      const g = grid.map((row) => row.map(() => 0));
-      [[0, 1], [1, 2], [2, 0], [2, 1], [2, 2]].forEach(([r, c]) => { g[(r + 1) % R][(c + 1) % C] = 1; });
-      set(g);
-    });
+    $("[data-role=glider]").addEventListener("click", glider);
     $("[data-role=random]").addEventListener("click", () => set(grid.map((row) => row.map(() => +(Math.random() < 0.35)))));
     reshape(R, C);
     el.toyLive = { grid: () => grid.map((row) => row.slice()), wrong: () => [...wrong], which: () => which }; // what the page shows, for scripts/live_drivers.js

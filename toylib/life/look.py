@@ -121,8 +121,8 @@ def _ring(cell: tuple[int, int], size: int) -> np.ndarray:
 
 
 def live_board(model: SingleAttentionNet, any_model: OffsetAttentionNet | None = None):
-    """The board to draw on in the browser, with no kernel: click cells to flip them (or
-    start from a glider or a random grid), step it with `model` and see in red where the model
+    """The board to draw on in the browser, with no kernel: it opens on a glider; click cells
+    to flip them (or start again from a glider, a random grid or nothing), step it with `model` and see in red where the model
     and the rule differ, or switch to looking and click a cell to see where it attends. With
     `any_model` (mixer="offset"), the reader may switch to it and to boards of other shapes,
     square or not. `model` needs learned attention (mixer="attention")."""

@@ -240,12 +240,13 @@ def search_picture(maze, search: Search, walk: Sequence[int], passes: Sequence[i
 
 
 def animate_search(maze, search: Search, size: float = 4.5, interval: int = 400):
-    """An animation of the search, one frame per entry of `search.passes`: `draw_search`'s
-    picture, titled with the pass and the share of reachable tiles whose move is right."""
+    """An animation of the search, one frame per entry of `search.passes` (in order, the last
+    one the pass solving stops at): `draw_search`'s picture, titled with the pass, out of the
+    last, and the share of reachable tiles whose move is right."""
     images = np.stack([search_image(maze, search, i) for i in range(len(search.passes))])  # (P, H, W, 3)
     reachable = (search.moves >= 0).sum((1, 2))  # (P,)
-    total = int(search.moves.shape[1] * search.moves.shape[2])
-    titles = [f"after pass {k} of {total}: {search.right[i].sum()} of {reachable[i]} tiles point the right way"
+    last = search.passes[-1]
+    titles = [f"after pass {k} of {last}: {search.right[i].sum()} of {reachable[i]} tiles point the right way"
               for i, k in enumerate(search.passes)]
 
     def decorate(fig, axes):

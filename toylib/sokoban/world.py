@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from toylib.grids import N_SYMMETRIES, cell_order, check_symmetry, square_map, turn
-from toylib.search import astar, bfs, distances
+from toylib.search import astar, bfs
 
 # ----------------------------------------------------------------------------- the board
 
@@ -313,34 +313,27 @@ def optimal_moves(board: Board, table: dict[tuple[int, int], int] | None = None)
     return [m for m in MOVES if (after := board.after(m)) is not None and table.get(after) == left - 1]
 
 
-@dataclasses.dataclass(frozen=True)
-class _BoxBack:
-    """The box alone, taken back from the goal one push at a time: it came to `square` by a push
-    from the square behind, with room for the player behind that. The player's own walk is
-    ignored, so the number of pushes found never exceeds the moves a real solution needs."""
-
-    square: int
-    walls: bytes = dataclasses.field(compare=False, repr=False)
-    shape: tuple[int, int] = dataclasses.field(compare=False, repr=False)
-
-    def _behind(self, move: int) -> tuple[int, int]:
-        step = neighbours(self.shape)
-        box = step[self.square][OPPOSITE[move]]
-        return box, (step[box][OPPOSITE[move]] if box >= 0 else -1)
-
-    def legal_actions(self) -> list[int]:
-        return [m for m in MOVES if all(s >= 0 and not self.walls[s] for s in self._behind(m))]
-
-    def apply_action(self, move: int) -> _BoxBack:
-        return _BoxBack(self._behind(move)[0], self.walls, self.shape)
-
-    def is_goal(self) -> bool:
-        return False
-
-
 @functools.lru_cache(maxsize=4096)
 def _pushes_to_goal(walls: bytes, goal: int, shape: tuple[int, int]) -> dict[int, int]:
-    return {s.square: d for s, d in distances(_BoxBack(goal, walls, shape)).items()}
+    """{square: the fewest pushes that bring the box from it to the goal}, if the player could
+    always get behind it. The box alone, taken back from the goal one push at a time: it came to
+    a square by a push from the square behind, with room for the player behind that. Written out
+    as a breadth-first search over squares, as `moves_to_goal` is: drawing a data set asks it of
+    every board it draws (a test holds it to the core's `distances`)."""
+    step = neighbours(shape)
+    depth = {goal: 0}
+    queue = collections.deque([goal])
+    while queue:
+        square = queue.popleft()
+        for move in MOVES:
+            box = step[square][OPPOSITE[move]]  # where the box stood before this push
+            if box < 0 or walls[box] or box in depth:
+                continue
+            player = step[box][OPPOSITE[move]]  # and where the player stood to push it
+            if player >= 0 and not walls[player]:
+                depth[box] = depth[square] + 1
+                queue.append(box)
+    return depth
 
 
 def push_distance(board: Board) -> float:
