@@ -28,6 +28,17 @@ import subprocess
 import sys
 from pathlib import Path, PurePosixPath
 
+from myst_nb.core.variables import format_plain_text
+from myst_nb.ext.glue.crossref import read_glue_cache
+from myst_nb.sphinx_ext import OUTPUT_FOLDER
+from sphinx.util import logging
+
+from toylib import results
+
+import benchresults  # beside this file (the book's extension puts _ext on the path)
+
+logger = logging.getLogger(__name__)
+
 COLAB_BRANCH = "colab"  # the branch the workflow publishes the edition to, and the Colab button opens
 FOLDER = "colab"  # under _build/, beside html/
 INSTALL = 'pip install -q "toylib @ git+{REPO}"'  # the install cell's one install (tests/test_notebooks.py)
@@ -67,8 +78,6 @@ def glued(nb: dict) -> dict[str, dict[str, str]]:
 def glued_text(glue: dict, key: str) -> str:
     """A glued value as `{glue:text}` shows it: its text/plain, unquoted, formatted by an
     optional `:format` suffix (myst-nb's own rule)."""
-    from myst_nb.core.variables import format_plain_text
-
     if "::" in key:
         raise EditionError(f"{{glue:text}}`{key}` glues from another page; the edition reads its own page only")
     name, _, spec = key.partition(":")
@@ -101,8 +110,6 @@ class Page:
         if name in ("glue:text", "glue"):
             return glued_text(self.glue, text)
         if name == "bench":
-            from toylib import results
-
             return results.resolve(text, self.bench_folder)
         if name == "post":  # a figure quoted from a post: its text as written
             return text
@@ -146,8 +153,6 @@ class Page:
         if name == "dropdown":  # folded on the site; Colab's Markdown folds HTML's details alike
             return f"<details>\n<summary>{self.inline(args.strip())}</summary>\n\n{caption}\n\n</details>"
         if name == "bench-rows":  # a study's table, from its result file
-            from toylib import results
-
             record = results.load_study(args.strip(), options.get("path", "native"), self.bench_folder)
             rows = [record["header"], ["---"] * len(record["header"]), *record["rows"]]
             return "\n".join("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
@@ -282,21 +287,13 @@ def write_editions(app, exception) -> None:
     """After a successful HTML build: the edition of every notebook page, into _build/colab/."""
     if exception is not None or app.builder.format != "html":
         return
-    from sphinx.util import logging
-
-    logger = logging.getLogger(__name__)
     root, env = Path(app.srcdir), app.env
     repository, branch = _repository(app)
     site = site_url(repository)
     commit = commit_of(root) or branch
     out = Path(app.outdir).parent / FOLDER
-    from myst_nb.sphinx_ext import OUTPUT_FOLDER
-
     executed = Path(app.outdir).parent / OUTPUT_FOLDER  # where myst-nb writes each page's run (as it finds it)
     titles = book_titles(root, env.found_docs)
-    from benchresults import folder as bench_folder
-    from myst_nb.ext.glue.crossref import read_glue_cache
-
     for doc in sorted(env.found_docs):
         if not (root / f"{doc}.ipynb").is_file():
             continue
@@ -305,7 +302,7 @@ def write_editions(app, exception) -> None:
         nb = json.loads((ran if ran.is_file() else root / f"{doc}.ipynb").read_text())
         glue = glued(nb) | {k: v["data"] for k, v in read_glue_cache(str(executed), doc).items()}
         try:
-            write(edition(nb, doc, commit, site, titles, bench_folder(env), glue), out / f"{doc}.ipynb")
+            write(edition(nb, doc, commit, site, titles, benchresults.folder(env), glue), out / f"{doc}.ipynb")
         except EditionError as exc:
             logger.warning(f"Colab edition: {exc}", location=doc)
     logger.info(f"the Colab edition is in {out}")
