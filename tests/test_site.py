@@ -169,9 +169,11 @@ def test_dark_mode_keeps_every_text_of_the_board_and_the_tables_readable(site, c
 
 @needs_chromium
 def test_light_mode_keeps_every_text_of_the_board_and_the_tables_readable(site):
-    """Sokoban's page has every verdict (yes, NO, over) and a board."""
+    """Sokoban's page has a board and the model's verdicts, yes and NO. ("over", a machine's
+    time past its budget, shows only where the run that stored the page was slow: the pages'
+    texts are measured wherever it does, as on the maze's page in dark mode.)"""
     result = look(site / "book" / "sokoban.html", "light")
     assert result["theme"] == "light" and result["errors"] == []
     verdicts = {t["classes"] for t in result["texts"] if t["kind"] == "met cell"}
-    assert verdicts >= {"met", "met-yes", "met-no", "met-over"}
+    assert verdicts >= {"met", "met-yes", "met-no"}
     assert _unreadable(result) == []
