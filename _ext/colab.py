@@ -10,11 +10,15 @@ the book's own folder layout:
   learner's Colab runs the library the page was written against;
 - the prose in plain Markdown: each glued value and each `{bench}` number written in as the
   build computed it, a `{post}` figure as its text, a cross-reference as a link to the published
-  site, and the opening picture (`hero`, `glue:figure`) as an image attached to its cell.
+  site, and the opening picture (`hero`, `glue:figure`) as an image attached to its cell;
+- what the site's page says about the site's own buttons, said for a reader already in Colab
+  (`SITE_WORDS`): the chapters' "Reproduce these numbers" sends the site's reader to Colab "with
+  the rocket button above", a button Colab does not show.
 
 Anything else MyST would need stops the build with an error that names it, so the edition never
-ships syntax Colab cannot read. The site's Colab button opens the edition, from the branch that
-the publishing workflow pushes it to (`scripts/publish_colab.sh`).
+ships syntax Colab cannot read; so does prose that still names the site's launch button
+(`SITE_ONLY`). The site's Colab button opens the edition, from the branch that the publishing
+workflow pushes it to (`scripts/publish_colab.sh`).
 
 `edition(...)` is a plain function of a notebook: the tests call it on the stored notebooks.
 """
@@ -48,6 +52,13 @@ ROLE = re.compile(r"\{([\w:.-]+)\}`([^`]*)`")
 FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\s*(?:\{(?P<name>[\w:.-]+)\})?\s*(?P<args>.*)$")
 LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
 OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
+
+# What a chapter's prose says about the site's page that reads wrong in Colab, and what the edition
+# says instead: (the site's words, the edition's), the site's matched across line breaks.
+SITE_WORDS = (
+    ("(here, or in Colab with the rocket button above)", "(Colab's menu: Runtime, then Run all)"),
+)
+SITE_ONLY = re.compile(r"\brocket\b", re.I)  # the site's launch button: not in Colab, so not in the edition
 
 
 class EditionError(ValueError):
@@ -84,6 +95,19 @@ def glued_text(glue: dict, key: str) -> str:
     if name not in glue or "text/plain" not in glue[name]:
         raise EditionError(f"{{glue:text}}`{key}`: the page glued no text named {name!r}")
     return format_plain_text(glue[name]["text/plain"], spec or "s")
+
+
+def colab_words(text: str) -> str:
+    """`text` with the site's words about its own page (SITE_WORDS) as the edition says them, a
+    line break in them or not; EditionError where it still names what only the site shows."""
+    for site, said in SITE_WORDS:
+        text = re.sub(r"\s+".join(map(re.escape, site.split())), lambda _: said, text)
+    left = SITE_ONLY.search(text)
+    if left:
+        line = next(line for line in text.splitlines() if SITE_ONLY.search(line))
+        raise EditionError(f"{line.strip()!r} names the site's {left[0]} button, which Colab does not show: "
+                           "say it for the edition in SITE_WORDS (_ext/colab.py)")
+    return text
 
 
 class Page:
@@ -124,7 +148,9 @@ class Page:
         raise EditionError(f"the role {{{name}}} has no plain form in the Colab edition")
 
     def inline(self, text: str) -> str:
-        """Roles and links to the book's pages, in one line or paragraph of prose."""
+        """Roles and links to the book's pages, and the site's own words (SITE_WORDS), in one
+        line or paragraph of prose."""
+        text = colab_words(text)
         text = ROLE.sub(lambda m: self.role(m[1], m[2]), text)
 
         def link(m: re.Match) -> str:

@@ -12,10 +12,24 @@
   Pages: application/x-ipynb+json) then opens 3 MB of raw JSON in a tab instead of saving the
   file. The theme renders those links from a macro that takes no extra attributes, so the build
   adds `download` to them in the written pages, and leaves the theme's markup as it is otherwise.
+- The animations' buttons without a CDN. matplotlib's animations (`Animation.to_jshtml`, kept in
+  the notebooks' outputs) link Font Awesome 4's stylesheet from maxcdn.bootstrapcdn.com for the
+  icons of their buttons (`<i class="fa fa-play">`): a request to another host from every page
+  with an animation, render-blocking where that host is slow, and nothing offline. The theme
+  already serves Font Awesome 6 (pydata-sphinx-theme's `_static/scripts/fontawesome.js`, on every
+  page), whose script swaps each `<i class="fa fa-...">` for an inline SVG, reads `fa` as its
+  solid style and knows the version 4 names (`fa-step-forward`, `fa-fast-backward`); so the build
+  drops that link from the written pages, and the buttons keep their icons from the site itself.
+- Maths in the search page's snippets. Sphinx's search page quotes, under each result, the text
+  around the word found, read from the page's HTML, where a formula is still its TeX
+  (`\\(\\sqrt{d_\\text{head}}\\)`), and the search page loads no MathJax (Sphinx adds it only
+  to pages with maths). The build gives the search page the site's MathJax and `SEARCH_SCRIPT`,
+  which cuts each snippet at whole formulas and has MathJax typeset them.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from importlib import resources
@@ -37,6 +51,14 @@ DOWNLOAD_CLASSES = ("btn-download-source-button", "btn-download-notebook-button"
 _LINK = re.compile(r"<a\b[^>]*>")
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")  # attribute values, set aside when reading attribute names
 _DOWNLOAD = re.compile(r"\sdownload(?=[\s=/>]|$)", re.I)
+
+# the stylesheet that matplotlib's animations link, on a CDN: the theme's Font Awesome draws the icons
+_LINK_TAG = re.compile(r"<link\b[^>]*>", re.I)
+_HREF = re.compile(r"""\shref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_STYLESHEET = re.compile(r"""\srel\s*=\s*["']?stylesheet\b""", re.I)
+_FONT_AWESOME_CDN = re.compile(r"^(?:https?:)?//[^/]+/.*font-?awesome[^/]*/.*\.css(?:[?#]|$)", re.I)
+
+SEARCH_SCRIPT = "search_maths.js"  # beside this file; the build copies it into the site's _static/
 
 
 def mathjax_source() -> Path:
@@ -70,17 +92,39 @@ def copy_mathjax(source: Path, static: Path) -> Path:
     return target
 
 
+def copy_search_script(static: Path) -> Path:
+    """Copy SEARCH_SCRIPT into `static` (the site's _static/); returns its path there."""
+    static.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copy2(Path(__file__).with_name(SEARCH_SCRIPT), static / SEARCH_SCRIPT))
+
+
 def serve_mathjax(app, config) -> None:
     """config-inited: every page loads MathJax from the site (relative to _static/)."""
     config.mathjax_path = f"{MATHJAX_FOLDER}/{MATHJAX_FILE}"
 
 
 def install_mathjax(app) -> None:
-    """builder-inited: copy MathJax into the site before any page is written, so that Sphinx
-    stamps the script's address with the file's checksum (a new MathJax is not read from a
-    reader's cache)."""
+    """builder-inited: copy MathJax, and the search page's SEARCH_SCRIPT, into the site before any
+    page is written, so that Sphinx stamps the scripts' addresses with the files' checksums (a new
+    MathJax is not read from a reader's cache)."""
     if app.builder.format == "html":
         copy_mathjax(mathjax_source(), Path(app.builder.outdir) / "_static")
+        copy_search_script(Path(app.builder.outdir) / "_static")
+
+
+def search_maths(app, pagename, templatename, context, doctree) -> None:
+    """html-page-context: the search page loads MathJax as a page with maths does (sphinx.ext.mathjax,
+    with the same configuration), and SEARCH_SCRIPT after it; both deferred, so that they run once
+    searchtools.js has defined `Search` and before it searches (on DOMContentLoaded)."""
+    if pagename != "search" or app.builder.format != "html" or app.builder.math_renderer_name != "mathjax":
+        return
+    if app.config.mathjax3_config:
+        app.builder.add_js_file("", body=f"window.MathJax = {json.dumps(app.config.mathjax3_config)}")
+    options = dict(app.config.mathjax_options or {})
+    if "async" not in options and "defer" not in options:
+        options["defer"] = "defer"
+    app.builder.add_js_file(app.config.mathjax_path, **options)
+    app.builder.add_js_file(SEARCH_SCRIPT, defer="defer")
 
 
 def downloadable(html: str) -> str:
@@ -97,8 +141,25 @@ def downloadable(html: str) -> str:
     return _LINK.sub(add, html)
 
 
-def sources_download(app, exception) -> None:
-    """build-finished: add `download` to the source links of every page written."""
+def without_cdn_icons(html: str) -> str:
+    """`html` without its links to Font Awesome's stylesheet on another host (matplotlib's
+    animations link version 4's from a CDN); any other link stays as it is."""
+    def drop(match: re.Match) -> str:
+        tag = match.group(0)
+        href = _HREF.search(tag)
+        address = href and next(group for group in href.groups() if group is not None)
+        if address and _STYLESHEET.search(tag) and _FONT_AWESOME_CDN.match(address.strip()):
+            return ""
+        return tag
+
+    return _LINK_TAG.sub(drop, html)
+
+
+PAGE_REWRITES = (downloadable, without_cdn_icons)  # applied, in this order, to every page written
+
+
+def rewrite_pages(app, exception) -> None:
+    """build-finished: PAGE_REWRITES on every page written (source links that download, no CDN)."""
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.builder.outdir)
@@ -106,7 +167,9 @@ def sources_download(app, exception) -> None:
         if page.relative_to(outdir).parts[0] in ("_static", "_sources", "_images"):
             continue
         text = page.read_text(encoding="utf8")
-        changed = downloadable(text)
+        changed = text
+        for rewrite in PAGE_REWRITES:
+            changed = rewrite(changed)
         if changed != text:
             page.write_text(changed, encoding="utf8")
 
@@ -114,4 +177,5 @@ def sources_download(app, exception) -> None:
 def setup(app):
     app.connect("config-inited", serve_mathjax)
     app.connect("builder-inited", install_mathjax)
-    app.connect("build-finished", sources_download)
+    app.connect("html-page-context", search_maths)
+    app.connect("build-finished", rewrite_pages)

@@ -172,10 +172,12 @@ def each_script_once(app, pagename, templatename, context, doctree) -> None:
 def setup(app):
     import benchresults  # beside this file: the benchmark's numbers on the pages
     import colab  # and the Colab edition of every chapter
-    import sitefiles  # and what the site serves itself: MathJax, source files that download
+    import phonefigs  # and figures whose labels a phone can read
+    import sitefiles  # and what the site serves itself: MathJax (search too), downloads, no CDN icons
 
     benchresults.setup(app)
     colab.setup(app)
+    phonefigs.setup(app)
     sitefiles.setup(app)
     app.add_directive("hero", HeroDirective)
     app.add_post_transform(HeroPicture)

@@ -53,6 +53,7 @@ def test_every_chapter_s_edition_is_plain_markdown_with_the_book_s_code(name):
     for cell in markdown:
         left = MYST.findall(cell["source"])
         assert not left, f"{name}: MyST left for Colab: {left} in\n{cell['source'][:300]}"
+        assert not colab.SITE_ONLY.search(cell["source"]), f"{name}: the site's launch button, named for Colab"
         shown = set(re.findall(r"\(attachment:([^)]+)\)", cell["source"]))
         assert shown == set(cell.get("attachments", {})), f"{name}: attachments {shown} against {cell.get('attachments')}"
     # the install cell first, pinned; then every code cell of the book, as it is, in its order
@@ -103,7 +104,21 @@ def test_glued_and_measured_numbers_are_written_in_and_links_go_to_the_site():
     assert text.endswith("<details>\n<summary>Reproduce these numbers</summary>\n\nRun `make` (99.5 %).\n\n</details>")
 
 
+def test_the_edition_sends_no_reader_to_the_site_s_rocket_button():
+    """Every chapter's "Reproduce these numbers" says how to run the page "here, or in Colab with
+    the rocket button above": in Colab, there is no such button, and the reader is there already."""
+    source = ("```{dropdown} Reproduce these numbers\nThis page is a notebook: run it from the top (here, or in "
+              "Colab with the rocket button\nabove) and every number on it is computed again.\n```")
+    text = edition_of(page(source))["cells"][1]["source"]
+    assert ("This page is a notebook: run it from the top (Colab's menu: Runtime, then Run all) and every number "
+            "on it is computed again.") in text
+    assert "rocket" not in text.lower()
+    code = "```python\n# the rocket button above\n```"  # code is the book's, as written
+    assert edition_of(page(code))["cells"][1]["source"] == code
+
+
 @pytest.mark.parametrize("source, says", [
+    ("Open it in Colab with the Rocket icon.", "site's Rocket button"),
     ("a {ref}`fig-x` reference", "role {ref}"),
     ("```{note}\nA note.\n```", "directive {note}"),
     ("{glue:text}`missing`", "no text named 'missing'"),

@@ -306,12 +306,26 @@ def test_cli_benchmark_skips_the_details_and_takes_changes():
 def test_time_target_is_a_machine_row_met_at_the_budget():
     from toylib.targets import time_target
 
-    assert time_target(180, 180) == Target("training time", "<= 3 min", "180 s", True, machine=True)
+    assert time_target(180, 180, where="a test") == Target("training time", "<= 3 min", "180 s", True, machine=True,
+                                                           where="a test")
     assert time_target(3.25, 30, "suite").goal == "<= 30 s" and time_target(3.25, 30).measured == "3.2 s"
     assert time_target(181, 180).met is False
     assert time_target(0.04, 60).measured == "40 ms"  # never "0 s" or "0.0 s"
     with pytest.raises(ValueError, match="positive"):
         time_target(1, 0)
+
+
+def test_a_time_row_says_where_it_ran_and_is_never_red():
+    from toylib.device import where
+    from toylib.targets import time_target
+
+    row = time_target(181, 180)  # on this process's machine
+    assert row.where == where() and row.where.split(", ")[1].endswith(("thread", "threads"))
+    assert table([row], machine=True).splitlines()[2].split("  ")[-1] == "over"
+    shown = table([row], machine=True).rows[0]
+    assert shown[2] == f"181 s on {where()}" and shown[3] == "over"
+    assert 'class="met-over"' in table([row], machine=True)._repr_html_()  # grey, not a miss's red
+    assert table([time_target(3, 60, where="")], machine=True).rows[0][2] == "3.0 s"
 
 
 def test_train_options_from_a_config_take_its_fields_then_the_overrides():

@@ -2,6 +2,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+import matplotlib.pyplot as plt
 import torch
 
 from toylib import cli
@@ -354,8 +355,15 @@ def test_offset_attention_is_the_same_at_every_cell_and_any_size():
         torch.testing.assert_close(moved, logits.roll((2, -3), dims=(1, 2)))
     p = pattern[0, 0, 0]
     assert p[2, 2] == 0 and torch.isclose(p.sum(), torch.tensor(1.0))  # a cell may not attend to itself
-    with pytest.raises(ValueError, match="at least 5x5"):
-        model(torch.zeros(1, 4, 4))
+    with pytest.raises(ValueError, match="at least 3x3"):
+        model(torch.zeros(1, 2, 7))
+    # on a 3x3 torus two rows down is one row up: the model reads that cell under both offsets
+    g = torch.from_numpy(random_grids(2, 3, np.random.default_rng(3)))
+    p = pattern[0, 0, 0]
+    on_alive = sum(p[dr + 2, dc + 2] * g.roll((-(dr % 3), -(dc % 3)), (1, 2)).float()
+                   for dr in range(-2, 3) for dc in range(-2, 3))
+    x = model.W_state[g.long()]
+    torch.testing.assert_close(model(g)[0], model.readout(x, on_alive))
     with pytest.raises(ValueError, match="radius"):
         LifeConfig(mixer="offset", grid_size=8, radius=4)
 
@@ -385,7 +393,7 @@ def test_offset_attention_sums_the_values_it_attends_to():
 
 
 def test_any_size_model_trains_small_and_is_exact_on_large_grids():
-    from toylib.life.measure import any_size_check, any_size_targets
+    from toylib.life.measure import any_size_check, any_size_targets, small_tori_check, window_margins
 
     model, history = train(dataclasses.replace(ANY_SIZE, seed=0), device="cpu", progress=False)
     assert history.stop_reason == "callback"  # exact on validation, attention on the neighbours
@@ -395,6 +403,16 @@ def test_any_size_model_trains_small_and_is_exact_on_large_grids():
     result = any_size_check(model, grids=20, shapes=(64, (5, 7), (9, 31)), games=((40, 30), ((12, 50), 40)))
     assert result == {("grids", 64): 1.0, ("grids", (5, 7)): 1.0, ("grids", (9, 31)): 1.0,
                       ("game", 40, 30): 1.0, ("game", (12, 50), 40): 1.0}
+    # tori narrower than its reach: exact on every 3x3 and 4x4 grid, and on 3- and 4-wide ones
+    small = small_tori_check(model, grids=20)
+    assert small == {("every", (3, 3)): 1.0, ("every", (4, 4)): 1.0, ("grids", (100, 3)): 1.0,
+                     ("grids", (4, 100)): 1.0}
+    windows = window_margins(model)  # why: right on every window a cell can meet
+    assert windows["windows"] == 2 ** 25 and windows["wrong"] == 0 and windows["margin"] > 0.1
+    small_rows = any_size_targets({**small, ("windows", 2 ** 25): 1.0}, history.seconds, grids=20)
+    assert [t.measure for t in small_rows[:2]] == ["exact next state, all 512 3x3 grids",
+                                                   "exact next state, all 65,536 4x4 grids"]
+    assert small_rows[4].measure.startswith("right on all 33,554,432 windows") and all_met(small_rows)
     targets = any_size_targets(result, history.seconds, grids=20)
     assert all_met(targets) and [t.measure for t in targets[1:5]] == [
         "exact next state, 20 random 5x7 grids", "exact next state, 20 random 9x31 grids",
@@ -505,3 +523,50 @@ def test_two_steps_away_is_small_but_never_zero():
     assert all(life_measure.two_away_claims(ring_table(ring=0.12, beyond=0.002)).values())
     assert not any(life_measure.two_away_claims(ring_table()).values())  # nothing beyond: the claim is false
     assert not any(life_measure.two_away_claims(ring_table(beyond=0.02)).values())
+
+
+def test_window_margins_find_a_model_that_breaks_the_rule():
+    """An untrained model is wrong on some window, and every window is run: 2 states times
+    2 ** 24 neighbourhoods for a reach of two."""
+    from toylib.life.measure import window_margins
+    from toylib.life.net import OffsetAttentionNet
+
+    torch.manual_seed(0)
+    result = window_margins(OffsetAttentionNet(LifeConfig(mixer="offset", grid_size=8, d_model=8)))
+    assert result["windows"] == 2 ** 25 and result["wrong"] > 0 and result["margin"] < 0
+
+
+def test_the_rule_written_by_hand_steps_life_everywhere_and_switches_half_way():
+    from toylib.life.look import hand_set
+    from toylib.life.measure import mechanism_claims, readout_crossings, small_tori_check, window_margins
+
+    hand = hand_set()
+    windows = window_margins(hand)
+    assert windows["wrong"] == 0 and windows["margin"] == pytest.approx(0.5, abs=1e-3)
+    g = random_grids(20, (13, 29), np.random.default_rng(4))
+    assert (predict(hand, g) == life_step(g)).all()
+    assert set(small_tori_check(hand, grids=20).values()) == {1.0}
+    crossings = readout_crossings(hand)
+    assert crossings[0] == pytest.approx([2.5, 3.5], abs=0.01) and crossings[1] == pytest.approx([1.5, 3.5], abs=0.01)
+    assert all(mechanism_claims(crossings, windows, windows).values())
+    # a readout that switches a whole number late is caught, and so is a wrong window
+    late = {0: [3.2, 3.5], 1: [1.5, 3.5]}
+    claims = mechanism_claims(late, windows, {**windows, "wrong": 3})
+    assert [k for k, v in claims.items() if not v] == [
+        "the trained model is right on every window",
+        "the trained readout turns a dead cell on between 2 and 3 live neighbours, off between 3 and 4"]
+    assert not mechanism_claims({0: [2.5], 1: [1.5, 3.5]}, windows, windows)[
+        "the trained readout turns a dead cell on between 2 and 3 live neighbours, off between 3 and 4"]
+    with pytest.raises(ValueError, match="offset model"):
+        hand_set(LifeConfig())
+    with pytest.raises(ValueError, match="d_model >= 7"):
+        hand_set(LifeConfig(mixer="offset", grid_size=8, d_model=4))
+
+
+def test_the_readout_picture_draws_each_model_for_a_dead_and_a_live_cell():
+    from toylib.life.look import hand_set, readout_picture
+
+    fig = readout_picture({"written by hand": hand_set()})
+    assert [ax.get_title() for ax in fig.axes] == ["a dead cell", "a live cell"]
+    assert all(len(ax.lines) == 2 for ax in fig.axes)  # the model, and the zero line
+    plt.close(fig)

@@ -52,6 +52,15 @@ def test_ordinary_profile_runs_avx2_kernels():
 
 
 @pytest.mark.skipif(not X86, reason="AVX2 and AVX-512 are x86 vector units")
+def test_a_time_row_names_the_profile_it_ran_under():
+    code = "import torch; from toylib.device import where; torch.set_num_threads(1); print(where())"
+    assert run_python(code, profile_env("ordinary"))[0].endswith(", 1 thread, the ordinary profile (AVX2)")
+    assert run_python(code, {"ATEN_CPU_CAPABILITY": "default"})[0].endswith("kernels, not the ordinary profile")
+    native = run_python(code, {})[0]  # an AVX-512 CPU says so; an AVX2 one computes as the profile does
+    assert native.endswith(("AVX-512 kernels, faster than the ordinary profile", "the ordinary profile (AVX2)"))
+
+
+@pytest.mark.skipif(not X86, reason="AVX2 and AVX-512 are x86 vector units")
 def test_capping_aten_alone_leaves_onednn_as_it_was():
     """Why the profile caps oneDNN too: ATEN_CPU_CAPABILITY does not reach the convolutions."""
     native = run_python(CONVOLVE, {"ONEDNN_VERBOSE": "1"})

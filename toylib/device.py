@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import random
 from collections.abc import Iterator
 
@@ -112,11 +113,55 @@ def profile_env(name: str) -> dict[str, str]:
     return dict(PROFILES[name])
 
 
+def cpu_name() -> str:
+    """The CPU's model, as the system names it ("AMD EPYC 9B14"), or the machine's kind."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def cpu_kernels() -> str:
     """Which vector kernels this process computes with: ATen's (as torch reports them) and the
     ceiling set on oneDNN's, e.g. "ATen AVX2, oneDNN AVX2"."""
     onednn = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "best"
     return f"ATen {torch.backends.cpu.get_cpu_capability()}, oneDNN {onednn}"
+
+
+def where(device: torch.device | str | None = None) -> str:
+    """Where this process computes, for a reader beside a time: the GPU's name, or the CPU's
+    with its threads and its kernels against the ordinary profile, e.g. "AMD EPYC 9B14, 1
+    thread, the ordinary profile (AVX2)" or "..., AVX-512 kernels, faster than the ordinary
+    profile". Without `device`, the one `pick_device` chooses."""
+    device = torch.device(device) if device is not None else pick_device()
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} GPU"
+    if device.type != "cpu":
+        return device.type
+    threads = torch.get_num_threads()
+    aten = torch.backends.cpu.get_cpu_capability()  # "AVX2", "AVX512", "DEFAULT", ...
+    onednn = (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "").upper()
+    if aten == "AVX2" and (onednn.startswith("AVX2") or not _has_avx512()):
+        kernels = "the ordinary profile (AVX2)"
+    elif aten.startswith("AVX512"):
+        kernels = "AVX-512 kernels, faster than the ordinary profile"
+    elif aten == "AVX2":  # PyTorch's own kernels capped, oneDNN's convolutions still on AVX-512
+        kernels = "AVX2 kernels (oneDNN's on AVX-512), near the ordinary profile"
+    else:  # "DEFAULT": ATen's kernels without vector extensions
+        kernels = f"ATen's {aten.lower()} kernels, not the ordinary profile"
+    return f"{cpu_name()}, {threads} thread{'s' if threads != 1 else ''}, {kernels}"
+
+
+def _has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " avx512f" in line for line in f)
+    except OSError:
+        return False
 
 
 def setup(threads: int = 1, prefer: str | None = None) -> torch.device:

@@ -16,7 +16,7 @@ import numpy as np
 T = TypeVar("T")
 
 # The streams' numbers are part of every chapter's data: renumbering one redraws that data.
-STREAMS = {"train": 0, "val": 1, "test": 2, "init": 3, "any_size": 7}
+STREAMS = {"train": 0, "val": 1, "test": 2, "init": 3, "any_size": 7, "small_tori": 8}
 
 
 def stream(seed: int, name: str | None = None) -> np.random.Generator:

@@ -30,6 +30,73 @@ TITLE_PT = 11
 DPI = 100
 
 
+# Every PNG of a figure that a chapter shows carries the size of its smallest text, in pixels
+# of the PNG, as a PNG text chunk under this key (`smallest_text_px`): the site's phone layout
+# and its test read it to keep every label legible on a phone's column (_ext/phonefigs.py).
+TEXT_PX_KEY = "toybook:text_px"
+
+
+def smallest_text_px(fig: Figure) -> float | None:
+    """The size of the smallest text `fig` draws (tick labels, annotations, legends, titles),
+    in pixels at the figure's own dpi; None where it draws no text. The figure is drawn once
+    on a renderer of its own, which notes the size of each text as it is drawn, so that only
+    what is really drawn counts (not a hidden axis's labels)."""
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    renderer = RendererAgg(*fig.bbox.size, fig.dpi)
+    sizes = []
+    draw_text = renderer.draw_text
+
+    def noting(gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if s.strip():
+            sizes.append(prop.get_size_in_points())
+        return draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+
+    renderer.draw_text = noting
+    fig.draw(renderer)
+    return min(sizes) * fig.dpi / 72 if sizes else None
+
+
+def figure_png(fig: Figure) -> bytes:
+    """`fig` as the PNG a notebook shows (cropped to what it draws, at its own dpi), with its
+    smallest text's size under TEXT_PX_KEY."""
+    import io
+
+    text_px = smallest_text_px(fig)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=fig.dpi, bbox_inches="tight",
+                metadata={TEXT_PX_KEY: f"{text_px:.2f}"} if text_px else None)
+    return png.getvalue()
+
+
+def _show_figures_with_their_text_size() -> None:
+    """In IPython, show every figure as `figure_png` makes it. Installed again before each cell
+    runs, since matplotlib's inline backend installs its own PNG maker the first time a cell
+    draws."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or getattr(shell, "_toybook_png", False):
+        return
+    # matplotlib's inline backend installs its own PNG maker when pyplot first loads the
+    # backend, which may be in the middle of a cell that then shows a figure: load it now
+    getattr(plt, "_get_backend_mod", lambda: None)()
+    png = shell.display_formatter.formatters["image/png"]
+
+    def install(*_):
+        png.for_type(Figure, figure_png)
+
+    install()
+    shell.events.register("pre_run_cell", install)
+    shell.events.register("post_execute", install)  # before the inline backend shows this cell's figures
+    shell._toybook_png = True
+
+
+_show_figures_with_their_text_size()
+
+
 def colorbar(fig: Figure, image, ax, label: str, **place) -> Colorbar:
     """A colour bar for `image` (what imshow returns) beside `ax` (one axes or several), its
     label and tick labels at LABEL_PT. place: how `fig.colorbar` sets it beside them (shrink,
@@ -205,7 +272,12 @@ def show_animation(anim: animation.FuncAnimation, alt: str | None = None):
 
     from IPython.display import HTML
 
+    text_px = smallest_text_px(anim._fig)  # the frames' labels, for the phone layout (TEXT_PX_KEY)
     html = anim.to_jshtml(default_mode="loop")
+    if text_px:  # and the frames' width in pixels, since they are inside the animation's script
+        width = round(anim._fig.get_figwidth() * anim._fig.dpi)
+        html = html.replace('<img id="_anim_img', f'<img data-text-px="{text_px:.2f}" data-width="{width}" '
+                            'id="_anim_img', 1)
     if alt is not None:
         if not alt.strip():
             raise ValueError("alt text must say what the animation shows, got an empty string")
@@ -225,7 +297,8 @@ def training_curves(history: History, metrics: Sequence[str] = ("loss",), *, tit
     missing = [m for m in metrics if not history.column(m)]
     if missing:
         raise ValueError(f"history has no records of {missing}; it has {sorted(history.last)}")
-    fig, axes = plt.subplots(len(metrics), 2, figsize=(8, 2.4 * len(metrics)), squeeze=False, sharey="row")
+    # 5.8 inches: narrow enough that a phone shows it whole with its labels legible
+    fig, axes = plt.subplots(len(metrics), 2, figsize=(5.8, 2.2 * len(metrics)), squeeze=False, sharey="row")
     for row, m in enumerate(metrics):
         recs = [r for r in history.records if m in r]
         y = [r[m] for r in recs]
@@ -280,7 +353,6 @@ def glue(name: str, value) -> None:
     output that `myst_nb.glue(name, value, display=False)` writes, without needing myst-nb
     where the notebook runs (Colab)."""
     import base64
-    import io
 
     from IPython.display import display
 
@@ -290,9 +362,7 @@ def glue(name: str, value) -> None:
         value = value.item() if isinstance(value, (np.integer, np.floating)) else value
         bundle = {"text/plain": repr(value)}
     elif isinstance(value, Figure):
-        png = io.BytesIO()
-        value.savefig(png, format="png", dpi=value.dpi, bbox_inches="tight")
-        bundle = {"image/png": base64.b64encode(png.getvalue()).decode(), "text/plain": f"<figure {name}>"}
+        bundle = {"image/png": base64.b64encode(figure_png(value)).decode(), "text/plain": f"<figure {name}>"}
     elif hasattr(value, "_repr_html_"):
         bundle = {"text/html": value._repr_html_(), "text/plain": f"<{type(value).__name__} {name}>"}
     else:

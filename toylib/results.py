@@ -18,7 +18,6 @@ import dataclasses
 import datetime
 import json
 import os
-import platform
 import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from toylib.device import cpu_kernels
+from toylib.device import cpu_kernels, cpu_name
 from toylib.targets import Floor, Target, all_met, goal_text, missed, over
 
 FOLDER = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
@@ -34,17 +33,6 @@ KEYS = ("chapter", "preset", "changes", "path", "command", "commit", "dirty", "d
         "kernels", "device", "seeds")
 PATHS = {"ordinary": "the ordinary profile (AVX2)", "native": "this CPU's own kernels", "default": "ATen's default kernels",
          "avx2": "AVX2 kernels", "avx512": "AVX-512 kernels", "gpu": "a GPU"}
-
-
-def cpu_name() -> str:
-    """The CPU's model, as the system names it ("AMD EPYC 9B14"), or the machine's kind."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def git_state(root: Path = FOLDER.parent.parent) -> tuple[str, bool]:

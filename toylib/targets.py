@@ -65,6 +65,7 @@ class Target:
     met: bool | None  # None: reported beside the targets, with no goal of its own
     machine: bool = False  # the value depends on the machine it ran on (times)
     floor: Floor | None = None  # what `check` asserts where the goal is not yet met on every seed
+    where: str = ""  # a machine row's machine, shown beside its value ("AMD EPYC, 1 thread, ...")
 
     def __post_init__(self):
         if self.met is not None and not isinstance(self.met, bool):
@@ -89,13 +90,18 @@ def seconds_text(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
 
 
-def time_target(seconds: float, limit: float, measure: str = "training time") -> Target:
+def time_target(seconds: float, limit: float, measure: str = "training time", where: str | None = None) -> Target:
     """The row every chapter has: `seconds` against a budget of `limit` seconds, met when it
-    is at most the budget. A machine row: it measures the computer as much as the model."""
+    is at most the budget. A machine row: it measures the computer as much as the model, so it
+    says which (`where`; by default this process's device, `device.where`)."""
     if limit <= 0:
         raise ValueError(f"a time budget must be positive, got {limit}")
+    if where is None:
+        from toylib.device import where as this_machine  # torch loads only where a time is judged
+
+        where = this_machine()
     goal = f"<= {limit / 60:.0f} min" if limit >= 60 and limit % 60 == 0 else f"<= {limit:.0f} s"
-    return Target(measure, goal, seconds_text(seconds), bool(seconds <= limit), machine=True)
+    return Target(measure, goal, seconds_text(seconds), bool(seconds <= limit), machine=True, where=where)
 
 
 def _decimal(x: float) -> Decimal:
@@ -285,7 +291,13 @@ def table(targets: Iterable[Target], machine: bool | None = False) -> Table:
     """The summary as text: the machine-independent rows (machine=False, the default, what
     nbval compares), the machine-dependent ones (True), or all of them (None)."""
     rows = [t for t in targets if machine is None or t.machine == machine]
-    return format_table([(t.measure, goal_text(t), t.measured, t.verdict) for t in rows], HEADER)
+    return format_table([(t.measure, goal_text(t), measured_text(t), t.verdict) for t in rows], HEADER)
+
+
+def measured_text(target: Target) -> str:
+    """A row's value as the summary shows it, with the machine of a machine row:
+    "126 s on AMD EPYC, 1 thread, the ordinary profile (AVX2)"."""
+    return f"{target.measured} on {target.where}" if target.where else target.measured
 
 
 def goal_text(target: Target) -> str:

@@ -6,13 +6,86 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 
 from toylib.infer import infer
-from toylib.life.measure import predict
+from toylib.life.config import ANY_SIZE, LifeConfig
+from toylib.life.measure import attention_by_offset, offset_masks, predict
 from toylib.life.net import OffsetAttentionNet, SingleAttentionNet
 from toylib.life.world import check_grids, life_step
 from toylib.live import Live, weights
 from toylib.plot import DPI, LABEL_PT, TITLE_PT, colorbar
+
+
+# ----------------------------------------------------------------------------- the rule, written by hand
+
+
+@torch.no_grad()
+def hand_set(config: LifeConfig = ANY_SIZE,
+             sharpness: float = 20.0) -> OffsetAttentionNet:
+    """The any-size model with weights written from the rule, not trained.
+
+    Scores of 0 on the 8 neighbours and -30 beyond (a weight of e^-30):
+    the attention on live cells is their count / 8. A token holding a
+    constant and the cell's own state. Four SiLU units, made steep by
+    `sharpness`, that act as ramps max(0, count - t) at t = 2 - state,
+    3 - state, 3 and 4. A readout that adds them as +1, -1, -1, +1 less
+    1/2: +1/2 where Life says alive (3 live neighbours, or 2 for a live
+    cell), -1/2 everywhere else."""
+    if (config.mixer != "offset" or config.d_model < 7
+            or not config.mask_self):
+        raise ValueError(
+            "the rule is written into an offset model with d_model >= 7 "
+            f"that masks the cell itself, got mixer={config.mixer!r}, "
+            f"d_model={config.d_model}, mask_self={config.mask_self}")
+    model = OffsetAttentionNet(config)
+    for weight in model.parameters():
+        weight.zero_()
+    r, a = config.radius, sharpness
+    model.offset_scores.fill_(-30.0)
+    model.offset_scores[r - 1:r + 2, r - 1:r + 2] = 0.0  # self stays masked
+    model.W_state[:, 0] = 1.0  # dimension 0: a constant, for thresholds
+    model.W_state[1, 2] = 1.0  # dimension 2: the cell is alive
+    # a live cell's value is 1 in dimension 1, which so receives the
+    # attention on live cells
+    model.W_V[2, 1] = 1.0
+    ramps = [(2, 1), (3, 1), (3, 0), (4, 0)]  # (t, moved by the state)
+    for unit, (t, alive) in enumerate(ramps, start=3):
+        # the unit's input: a * (count - t + alive * state),
+        # where count = 8 * attention on live cells
+        model.W_hidden[:3, unit] = torch.tensor([-t, 8.0, alive]) * a
+    # silu(a z) / a is max(0, z), nearly
+    model.W_class[3:7, 0] = torch.tensor([1.0, -1.0, -1.0, 1.0]) / a
+    model.W_class[0, 0] = -0.5
+    return model.eval()
+
+
+def readout_picture(models: dict):
+    """Each model's logit against the number of live neighbours (the far cells dead; each model
+    read at its own mean weight on a neighbour), for a dead cell and a live one, scaled to its
+    largest, with where Life says alive shaded: what the models do with the one number their
+    attention gives them. `models`: {label: OffsetAttentionNet}."""
+    live = torch.linspace(0, 8, 801)
+    # 5.2 inches: a phone's column shows it whole with its labels legible
+    fig, axes = plt.subplots(1, 2, figsize=(5.2, 2.9), dpi=DPI, sharey=True, layout="constrained")
+    alive_band = {0: (2.5, 3.5), 1: (1.5, 3.5)}
+    for state, ax in zip((0, 1), axes):
+        ax.axvspan(*alive_band[state], color="tab:green", alpha=0.15, lw=0, label="the rule: alive next")
+        for (label, m), style in zip(models.items(), ("-", "--", ":")):
+            ring, _ = offset_masks(attention_by_offset(m, None))
+            per_neighbour = float(attention_by_offset(m, None)[ring].mean())
+            with torch.no_grad():
+                logit = m.readout(m.W_state[state].expand(len(live), -1), live * per_neighbour).numpy()
+            ax.plot(live, logit / np.abs(logit).max(), style, label=label)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xticks(range(9))
+        ax.set_xlabel("live neighbours", fontsize=LABEL_PT)
+        ax.set_title("a dead cell" if state == 0 else "a live cell", fontsize=TITLE_PT)
+        ax.tick_params(labelsize=LABEL_PT)
+    axes[0].set_ylabel("logit (scaled)", fontsize=LABEL_PT)
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=LABEL_PT, loc="outside lower center", ncols=3,
+               frameon=False)
+    return fig
 
 
 # ----------------------------------------------------------------------------- pictures

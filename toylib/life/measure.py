@@ -5,6 +5,7 @@ and the chapter's targets and summary."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import torch
@@ -136,11 +137,107 @@ def any_size_check(model, grids: int = 1000, shapes=ANY_GRIDS, games=ANY_GAMES,
     return result
 
 
+# Tori smaller than the model's reach (offsets alias there): every grid of the two smallest,
+# and random grids 3 and 4 cells across
+SMALL_EVERY = ((3, 3), (4, 4))
+SMALL_GRIDS = ((100, 3), (4, 100))
+
+
+def small_tori_check(model: OffsetAttentionNet, grids: int = 1000, every=SMALL_EVERY, shapes=SMALL_GRIDS,
+                     seed: int = 4321) -> dict[tuple, float]:
+    """Judge a model that takes any size on tori narrower than its reach, where one cell sits
+    at several of its offsets: the share of every grid of each shape in `every` (2 ** cells of
+    them), keyed ("every", shape), and of `grids` random grids of each shape in `shapes`,
+    keyed ("grids", shape), whose next state is exact. Draws from a stream of its own, so that
+    `any_size_check`'s are unchanged."""
+    rng = stream(seed, "small_tori")
+    result = {}
+    for shape in every:
+        rows, cols = grid_shape(shape)
+        codes = np.arange(2 ** (rows * cols))[:, None] >> np.arange(rows * cols) & 1
+        x = codes.reshape(-1, rows, cols).astype(np.uint8)  # (2 ** cells, rows, cols), every grid
+        result[("every", shape)] = float((predict(model, x, batch_size=4096) == life_step(x))
+                                         .reshape(len(x), -1).all(1).mean())
+    for shape in shapes:
+        x = random_grids(grids, grid_shape(shape), rng)
+        result[("grids", shape)] = float((predict(model, x, batch_size=1024) == life_step(x))
+                                         .reshape(len(x), -1).all(1).mean())
+    return result
+
+
+@torch.no_grad()
+def window_margins(model: OffsetAttentionNet) -> dict[str, float]:
+    """Every input the model can meet at one cell, run: the cell's state, and which of the
+    cells within its reach are alive (2 * 2 ** 24 windows for a reach of two). The model sees
+    them only through the attention they put on live cells (`OffsetAttentionNet.readout`), so
+    this is the sum over the 8 neighbours' subsets plus that over the 16 cells two steps away.
+    Right on every window means right at every cell of every torus of at least 3x3: where a
+    torus is narrower than the reach, the far offsets read cells that are also neighbours,
+    which is one of the windows run here.
+
+    Returns "windows" (how many), "wrong" (how many the rule disagrees with) and "margin":
+    the smallest logit on the rule's side (positive: right everywhere, by that much; the
+    forward pass sums the same weights in another order, a change of about 1e-7)."""
+    model = model.cpu()
+    r = model.config.radius
+    pattern = model(torch.zeros(1, 2 * r + 1, 2 * r + 1, dtype=torch.long))[1][0, 0, 0].double()  # (2r+1, 2r+1)
+    near = torch.zeros_like(pattern, dtype=torch.bool)
+    near[r - 1:r + 2, r - 1:r + 2] = True
+    near[r, r] = False  # the cell itself: masked, weight 0
+    far = ~near
+    far[r, r] = False
+
+    def subset_sums(weights):  # weights (k,) -> (2 ** k,): the sum over each subset, by its bits
+        bits = torch.arange(2 ** len(weights))[:, None] >> torch.arange(len(weights)) & 1
+        return bits.double() @ weights, bits.sum(1)
+
+    s_near, n_near = subset_sums(pattern[near])  # (256,), live neighbours of each subset
+    s_far, _ = subset_sums(pattern[far])  # (2 ** 16,)
+    wrong, margin = 0, math.inf
+    for state in (0, 1):
+        token = model.W_state[state]  # (d,)
+        for i in range(len(s_near)):
+            on_alive = (s_near[i] + s_far).float()  # (2 ** 16,)
+            logit = model.readout(token.expand(len(on_alive), -1), on_alive)
+            n = int(n_near[i])
+            alive_next = n == 3 or (state == 1 and n == 2)
+            signed = logit if alive_next else -logit  # positive where the model agrees
+            wrong += int((signed <= 0).sum())
+            margin = min(margin, float(signed.min()))
+    return {"windows": 2 * len(s_near) * len(s_far), "wrong": wrong, "margin": margin}
+
+
+@torch.no_grad()
+def readout_crossings(model: OffsetAttentionNet, points: int = 8001) -> dict[int, list[float]]:
+    """Where the readout changes its mind: for a dead cell (0) and a live one (1), the numbers
+    of live neighbours (as a real number from 0 to 8, the far cells dead) at which the logit
+    changes sign, each model read at its own mean weight on a neighbour. Life needs, for a dead
+    cell, one change between 2 and 3 and one between 3 and 4; for a live one, between 1 and 2
+    and between 3 and 4."""
+    model = model.cpu()
+    ring, _ = offset_masks(attention_by_offset(model, None))
+    per_neighbour = float(attention_by_offset(model, None)[ring].mean())
+    live = torch.linspace(0, 8, points, dtype=torch.float64)  # (points,)
+    found = {}
+    for state in (0, 1):
+        logit = model.readout(model.W_state[state].expand(points, -1), (live * per_neighbour).float())
+        on = (logit > 0).numpy()
+        flips = np.flatnonzero(on[1:] != on[:-1])
+        found[state] = [float(live[i] + live[i + 1]) / 2 for i in flips]
+    return found
+
+
 def any_size_targets(result: dict[tuple, float], train_seconds: float, grids: int = 1000) -> list[Target]:
-    """The targets of a model that takes any size, from `any_size_check` (with as many grids)."""
+    """The targets of a model that takes any size, from `any_size_check` (with as many grids),
+    with those of `small_tori_check` where `result` holds them (its keys "every")."""
     targets = []
     for key, value in result.items():
-        if key[0] == "grids":
+        if key[0] == "windows":
+            targets.append(share_target(f"right on all {key[1]:,} windows (a cell, the 24 within two steps)", value))
+        elif key[0] == "every":
+            rows, cols = key[1]
+            targets.append(share_target(f"exact next state, all {2 ** (rows * cols):,} {rows}x{cols} grids", value))
+        elif key[0] == "grids":
             targets.append(share_target(f"exact next state, {grids:,} random {_shape_name(key[1])} grids", value))
         else:
             targets.append(Target(f"exact {_shape_name(key[1])} game, {key[2]} steps on own outputs", "yes",
@@ -236,7 +333,10 @@ def measure(model: LifeNet, config: LifeConfig, data: LifeData, train_seconds: f
         print(f"test draws left out as seen in training: {summary.dropped_as_seen}")
     targets = summary.targets(train_seconds, config.grid_size)
     if isinstance(model, OffsetAttentionNet):  # and the sizes it never saw
-        targets += any_size_targets(any_size_check(model), train_seconds)
+        windows = window_margins(model)
+        judged = {**any_size_check(model), **small_tori_check(model),
+                  ("windows", windows["windows"]): 1 - windows["wrong"] / windows["windows"]}
+        targets += any_size_targets(judged, train_seconds)
     return targets
 
 
@@ -322,6 +422,24 @@ def variant_claims(exact: dict[str, float], first: dict[str, float], on: dict[st
         "self allowed: >= 1 % on itself, >= 99 % exact": bool(self_share >= 0.01 and exact[ITSELF] >= 0.99),
         "no learned scale, no smoothing: less on the neighbours than ours":
             bool(max(on[NO_SCALE], on[NO_SMOOTHING]) < on[OURS]),
+    }
+
+
+def mechanism_claims(crossings: dict[int, list[float]], hand_windows: dict[str, float],
+                     windows: dict[str, float]) -> dict[str, bool]:
+    """The "How it works" section: the rule written by hand into the any-size model is right on
+    every window (`window_margins`), and so is the trained model, whose readout switches where
+    the rule does (`readout_crossings`): a dead cell on between 2 and 3 live neighbours, a live
+    one between 1 and 2, both off between 3 and 4."""
+    def between(found, gaps):
+        return len(found) == len(gaps) and all(lo < x < hi for x, (lo, hi) in zip(found, gaps))
+
+    return {
+        "the hand-set model is right on every window": hand_windows["wrong"] == 0 and hand_windows["margin"] > 0,
+        "the trained model is right on every window": windows["wrong"] == 0 and windows["margin"] > 0,
+        "the trained readout turns a dead cell on between 2 and 3 live neighbours, off between 3 and 4":
+            between(crossings[0], [(2, 3), (3, 4)]),
+        "and a live cell on between 1 and 2, off between 3 and 4": between(crossings[1], [(1, 2), (3, 4)]),
     }
 
 

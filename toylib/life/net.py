@@ -127,10 +127,14 @@ class OffsetAttentionNet(nn.Module):
 
     def forward(self, grids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         r = self.config.radius
-        if grids.dim() != 3 or min(grids.shape[1:]) < 2 * r + 1:
+        # On a torus narrower than the reach, offsets alias: on a 3x3 torus,
+        # two rows down is one row up, and the rolls below read that cell
+        # under both offsets, which is what the torus means. From 3x3 up no
+        # offset lands on the cell itself or merges two of its neighbours.
+        if grids.dim() != 3 or min(grids.shape[1:]) < 3:
             raise ValueError(
                 f"this model takes (batch, height, width) grids of at least "
-                f"{2 * r + 1}x{2 * r + 1} cells, got {tuple(grids.shape)}")
+                f"3x3 cells, got {tuple(grids.shape)}")
         x = self.W_state[grids.long()]  # (batch, h, w, d)
         scores = self.offset_scores.masked_fill(~self.may_attend, -math.inf)
         # (2r+1, 2r+1): one softmax over the offsets, shared by every cell
@@ -144,11 +148,17 @@ class OffsetAttentionNet(nn.Module):
         on_alive = sum(pattern[dr + r, dc + r] * alive.roll((-dr, -dc), (1, 2))
                        for dr in range(-r, r + 1)
                        for dc in range(-r, r + 1))  # (batch, h, w)
+        return self.readout(x, on_alive), pattern[None, None, None]
+
+    def readout(self, x: torch.Tensor, on_alive: torch.Tensor) -> torch.Tensor:
+        """A cell's logit from its state's token `x` (..., d) and the attention it put on
+        live cells `on_alive` (...): all the model knows of a cell's surroundings is that one
+        number (measure.window_margins runs every value it can take)."""
         v_dead, v_alive = self.W_state @ self.W_V  # (d,), (d,)
         # residual: each cell keeps its own state beside what it read
         x = x + v_dead + on_alive[..., None] * (v_alive - v_dead)
-        x = x + F.silu(x @ self.W_hidden)  # (batch, h, w, d)
-        return (x @ self.W_class)[..., 0], pattern[None, None, None]
+        x = x + F.silu(x @ self.W_hidden)  # (..., d)
+        return (x @ self.W_class)[..., 0]
 
 
 LifeNet = SingleAttentionNet | OffsetAttentionNet  # what build_model makes of a LifeConfig
