@@ -334,6 +334,8 @@ def test_cli_benchmark_trains_the_whole_suite_and_refuses_unknown_fields():
     measures = [t.measure for t in targets]
     assert "PyTorch exact match, filter, length 16" in measures and "NumPy exact match, reverse, length 8" in measures
     assert "relative, trained on 2-16: exact, rotate, length 64" in measures and seconds > 0
+    far = next(t for t in targets if t.measure == "relative, trained on 2-16: exact, rotate, length 1024 (250 sequences)")
+    assert far.goal == "100 %"  # 64 times the longest training length: every sequence
     assert [t.measure for t in targets if t.machine] == ["PyTorch training per task, slowest of 8",
                                                          "NumPy training per task, slowest of 4"]
     with pytest.raises(ValueError, match="no field no_such_field"):

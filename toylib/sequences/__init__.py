@@ -25,7 +25,8 @@ Past the post: with sinusoids, a model trained on lengths up to 16 fails a few p
 clipped offset (`RelativeBias`, after T5's relative position buckets), plus a second bias by
 the offset from the query's mirror n-1-i, which is what reverse needs: the length. The bias
 grows as log n (`log_scale`), so that the keys beyond the window, which share one bias, never
-drown the source. Trained on lengths 2-16 (`train_mixed`), it is exact at 64, 128 and 256
+drown the source. Trained on lengths 2-16 (`train_mixed`), it is exact at 64, 128 and 256,
+and on every test sequence of 512 and 1,024, 64 times the longest it trained on
 (`length_table`, `length_targets`).
 
 The chapter's rooms, in the reader's order (each imports only from those above it):

@@ -183,6 +183,11 @@ TRAIN_LENGTHS = tuple(range(2, 17))  # mixed-length training: each batch draws o
 TEST_LENGTHS = (8, 16, 17, 20, 32, 64, 128, 256)  # the chapter's length table
 LONG_LENGTHS = (64, 128, 256)  # the targets: >= LONG_GOAL exact at these, 4, 8 and 16 times 16
 LONG_GOAL = 0.99
+# and further: exact on every one of FAR_N test sequences at 32 and 64 times the longest
+# training length (256,000 symbols a task at 1,024; a thousand would take the page 30 s more)
+FAR_LENGTHS = (512, 1024)
+FAR_N = 250
+FAR_GOAL = 1.0
 
 
 def length_table(
@@ -208,13 +213,15 @@ def length_table(
 
 def length_targets(
     table: dict[str, dict[int, float]], lengths: Iterable[int] = LONG_LENGTHS,
-    trained_on: Iterable[int] = TRAIN_LENGTHS,
+    trained_on: Iterable[int] = TRAIN_LENGTHS, goal: float = LONG_GOAL, n: int | None = None,
 ) -> list[Target]:
-    """The rows "at least LONG_GOAL exact" of a `length_table` of relative models trained on
-    the lengths `trained_on`, at `lengths` far past them."""
+    """The rows "at least `goal` exact" of a `length_table` of relative models trained on the
+    lengths `trained_on`, at `lengths` far past them (`n`: how many sequences a length, where
+    the row should say so: FAR_N at FAR_LENGTHS, with FAR_GOAL)."""
     trained = f"{min(trained_on)}-{max(trained_on)}"
-    return [share_target(f"relative, trained on {trained}: exact, {task}, length {length}", by_length[length],
-                         LONG_GOAL)
+    on = f" ({n:,} sequences)" if n else ""
+    return [share_target(f"relative, trained on {trained}: exact, {task}, length {length}{on}", by_length[length],
+                         goal)
             for task, by_length in table.items() for length in lengths]
 
 

@@ -18,7 +18,8 @@ from toylib import cli
 from toylib.draws import stream
 from toylib.sequences.config import ABLATIONS, QUERIES, RELATIVE, SeqConfig
 from toylib.sequences.dataset import SeqData, for_config
-from toylib.sequences.measure import (LONG_LENGTHS, TRAIN_LENGTHS, Run, attention_on_source, evaluate, exact_match,
+from toylib.sequences.measure import (FAR_GOAL, FAR_LENGTHS, FAR_N, LONG_LENGTHS, TRAIN_LENGTHS, Run,
+                                      attention_on_source, evaluate, exact_match,
                                       length_table, length_targets, measure, suite_targets)
 from toylib.sequences.net import SeqTransformer, sequence_loss
 from toylib.sequences.numpy_net import NumpyTransformer
@@ -185,7 +186,8 @@ def train_mixed(
 def benchmark(seed: int, device: torch.device | str | None = None, **changes) -> tuple[list[Target], float]:
     """benchmarks/run.py: the chapter's trained models for one seed, and their targets: the
     suite (`suite_targets`), and the relative models trained on lengths 2-16 judged at
-    LONG_LENGTHS, up to 256 (`length_targets`), every config with `changes` (e.g. steps=60).
+    LONG_LENGTHS, up to 256, and at FAR_LENGTHS, up to 1,024 (`length_targets`), every config
+    with `changes` (e.g. steps=60).
     Returns (targets, seconds of training summed over the runs)."""
     fields = {f.name for f in dataclasses.fields(SeqConfig)}
     unknown = sorted(set(changes) - fields)
@@ -197,10 +199,13 @@ def benchmark(seed: int, device: torch.device | str | None = None, **changes) ->
     torch_runs = train_suite(seed, device=device, **changes)
     numpy_runs = train_suite(seed, tasks=("copy", "reverse"), numpy=True, **changes)
     relative = train_mixed(seed, device=device, **{**RELATIVE, **changes})
-    table = length_table({task: model for task, (model, _) in relative.items()}, LONG_LENGTHS)
+    models = {task: model for task, (model, _) in relative.items()}
+    table = length_table(models, LONG_LENGTHS)
+    far = length_table(models, FAR_LENGTHS, n=FAR_N)
     seconds = sum(r.history.seconds for r in (*torch_runs.values(), *numpy_runs.values()))
     seconds += sum(history.seconds for _, history in relative.values())
-    return suite_targets(torch_runs, numpy_runs) + length_targets(table), seconds
+    return (suite_targets(torch_runs, numpy_runs) + length_targets(table)
+            + length_targets(far, FAR_LENGTHS, goal=FAR_GOAL, n=FAR_N)), seconds
 
 
 # ----------------------------------------------------------------------------- command line
