@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from toylib import results
-from toylib.device import PROFILES, cpu_cores, profile_env
+from toylib.device import PROFILES, cpu_cores, profile_env, run_again_with
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
             p.error(f"unknown notebooks {sorted(unknown)}; known: {', '.join(path.stem for path in paths)}")
         paths = [path for path in paths if path.stem in wanted]
     jupyter = Path(sys.executable).parent / "jupyter"
-    env = {**os.environ, **profile_env(args.profile)}
+    # the kernels run with the profile, and so does this process, whose kernels the result names
+    run_again_with(profile_env(args.profile), __file__, sys.argv[1:] if argv is None else argv)
+    env = dict(os.environ)
     print(f"{cpu_cores()} cores, CPU profile {args.profile}; each notebook alone, one after another")
     print("| notebook | wall s | CPU s | slowest cells (s) |")
     print("|---|---|---|---|")

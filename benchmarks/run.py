@@ -46,7 +46,7 @@ from pathlib import Path
 import torch
 
 from toylib import chapters, cli, results
-from toylib.device import PROFILES, cpu_kernels, profile_env, setup
+from toylib.device import PROFILES, cpu_kernels, profile_env, run_again_with, setup
 from toylib.targets import all_met, format_table
 
 # each chapter's contract (toylib.cli.Chapter), which its training room holds
@@ -82,10 +82,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
         return {}
     want = {**(profile_env(args.profile) if args.profile else {}),
             **({"ATEN_CPU_CAPABILITY": args.capability} if args.capability else {})}
-    if any(os.environ.get(k) != v for k, v in want.items()):
-        # the libraries read these once, when they load: run again in a process that has them
-        env = {**os.environ, **want}
-        os.execve(sys.executable, [sys.executable, __file__, *words], env)
+    run_again_with(want, __file__, words)
     chapters = args.chapters.split(",")
     unknown = set(chapters) - set(CHAPTERS)
     if unknown:

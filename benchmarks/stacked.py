@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ import torch
 from torch.func import functional_call, stack_module_state, vmap
 
 from toylib import results
-from toylib.device import PROFILES, cpu_kernels, profile_env, seed_everything
+from toylib.device import PROFILES, cpu_kernels, profile_env, run_again_with, seed_everything
 
 
 def sequences(k: int):
@@ -171,10 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile", choices=PROFILES, default="native")
     p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result file goes")
     args = p.parse_args(argv)
-    want = profile_env(args.profile)
-    if any(os.environ.get(k) != v for k, v in want.items()):  # read when torch loads: run again with them
-        os.execve(sys.executable, [sys.executable, __file__, *(sys.argv[1:] if argv is None else argv)],
-                  {**os.environ, **want})
+    run_again_with(profile_env(args.profile), __file__, sys.argv[1:] if argv is None else argv)
     torch.set_num_threads(1)
     print(f"{cpu_kernels()}, one thread; ms for one step of every model")
     print("| " + " | ".join(HEADER) + " |")

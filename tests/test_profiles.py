@@ -90,3 +90,15 @@ def test_scripts_select_a_profile_by_name():
     bad = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "TOYLIB_PROFILE": "fast"})
     assert bad.returncode != 0 and "unknown CPU profile" in bad.stderr
+
+
+def test_a_benchmark_runs_again_under_its_profile_and_names_its_kernels(tmp_path):
+    """benchmarks/notebooks.py, run with --profile ordinary, computes (and records) with the
+    profile's kernels in its own process too: `device.run_again_with` restarts it with them."""
+    script = tmp_path / "again.py"
+    script.write_text("import os, sys\nfrom toylib.device import PROFILES, run_again_with\n"
+                      "run_again_with(PROFILES['ordinary'], __file__, sys.argv[1:])\n"
+                      "from toylib.device import cpu_kernels\nprint(cpu_kernels(), sys.argv[1:])\n")
+    out = run_python(f"import runpy, sys; sys.argv = [{str(script)!r}, 'a', 'b']; runpy.run_path({str(script)!r})", {})
+    kernels, _, args = out[-1].partition(" [")
+    assert kernels in ("ATen AVX2, oneDNN AVX2", "ATen DEFAULT, oneDNN AVX2") and args == "'a', 'b']"

@@ -9,7 +9,8 @@ import contextlib
 import os
 import platform
 import random
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -111,6 +112,16 @@ def profile_env(name: str) -> dict[str, str]:
     if name not in PROFILES:
         raise ValueError(f"unknown CPU profile {name!r}; the profiles are {', '.join(PROFILES)}")
     return dict(PROFILES[name])
+
+
+def run_again_with(variables: Mapping[str, str], script: str, argv: Sequence[str]) -> None:
+    """Where this process lacks any of `variables` (a profile's, `profile_env`), run `script`
+    with `argv` again in its place, in a process that has them: PyTorch, oneDNN and MKL read
+    them once, when they load, so this process could not take them up. Returns only where
+    nothing was missing (the benchmarks call it first, so that they and every process they
+    start compute with the profile, and their result files name its kernels)."""
+    if any(os.environ.get(k) != v for k, v in variables.items()):
+        os.execve(sys.executable, [sys.executable, script, *argv], {**os.environ, **variables})
 
 
 def cpu_name() -> str:
