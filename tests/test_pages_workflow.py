@@ -93,7 +93,9 @@ def test_the_site_script_builds_from_stored_outputs_and_checks_what_it_built():
     assert "set -euo pipefail" in commands
     assert "bash scripts/setup.sh" in commands
     assert ".venv/bin/python scripts/build_book.py --stored-outputs" in commands  # no notebook runs
-    assert any("TOYBOOK_SITE=" in line and "tests/test_site.py" in line for line in commands)
+    # the site's browser tests, the phone layout's included, on the site it just built
+    assert any("TOYBOOK_SITE=" in line and "tests/test_site.py" in line and "tests/test_figures.py" in line
+               for line in commands)
 
 
 def test_a_workflow_without_jobs_is_refused(tmp_path):
