@@ -228,13 +228,38 @@ def test_the_animations_lose_their_cdn_stylesheet_and_nothing_else():
     assert sitefiles.without_cdn_icons(done) == done
 
 
-ANIMATION_DRIVER = """<script>
+DRIVER = """<script>
 (function () {
   "use strict";
   const results = { errors: [] };
   window.addEventListener("error", (e) => results.errors.push(String(e.message)));
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  HELPERS
   async function run() {
+    try {
+      BODY
+    } catch (e) {
+      results.errors.push(String(e.stack || e));
+    }
+    const pre = document.createElement("pre");
+    pre.id = "RESULTS";
+    pre.textContent = JSON.stringify(results);
+    document.body.appendChild(pre);
+  }
+  if (document.readyState === "complete") run(); else window.addEventListener("load", run);
+})();
+</script>"""
+
+
+def driver(results: str, body: str, helpers: str = "") -> str:
+    """A script to append to a page (`check_live_pages.render`): once the page has loaded, `body`
+    (the inside of an async function, with `results`, `sleep(ms)` and `helpers` in scope) fills
+    `results`, which is then written as JSON into the pre element whose id is `results`. The
+    page's errors and the body's go to results.errors."""
+    return DRIVER.replace("HELPERS", helpers).replace("BODY", body).replace("RESULTS", results)
+
+
+ANIMATION_DRIVER = driver("toy-animation-results", """
     // the theme's Font Awesome swaps each <i class="fa ..."> for an SVG once the page has loaded
     for (let i = 0; i < 50 && document.querySelector(".anim-buttons i"); i++) await sleep(100);
     await document.fonts.ready;
@@ -246,15 +271,7 @@ ANIMATION_DRIVER = """<script>
                drawn: !!(path && (path.getAttribute("d") || "").length > 20), width: box.width, height: box.height };
     });
     results.left = document.querySelectorAll(".anim-buttons i").length;
-    results.fetched = performance.getEntriesByType("resource").map((r) => r.name);
-    const pre = document.createElement("pre");
-    pre.id = "toy-animation-results";
-    pre.textContent = JSON.stringify(results);
-    document.body.appendChild(pre);
-  }
-  if (document.readyState === "complete") run(); else window.addEventListener("load", run);
-})();
-</script>"""
+    results.fetched = performance.getEntriesByType("resource").map((r) => r.name);""")
 
 
 @needs_chromium
@@ -275,27 +292,7 @@ def test_the_animations_buttons_draw_their_icons_offline(site):
 
 # ----------------------------------------------------------------------------- search
 
-SEARCH_DRIVER = r"""<script>
-(function () {
-  "use strict";
-  const results = { errors: [] };
-  window.addEventListener("error", (e) => results.errors.push(String(e.message)));
-  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-  const found = (p) => ({ text: p ? p.innerText : null, typeset: p ? p.querySelectorAll("mjx-container").length : 0,
-                          errors: p ? p.querySelectorAll("mjx-merror").length : 0 });
-  // text where the stretch Sphinx quotes (from 120 characters before the word) starts and ends inside a formula
-  function synthetic() {
-    const a = "\\(\\sqrt{d_\\text{head}} + 1\\)", b = "\\(\\frac{1}{2}\\)", lead = "Lead ";
-    const pad = (n) => "word ".repeat(n).slice(0, n);
-    const text = lead + a + pad(120 - Math.floor(a.length / 2)) + "needle" + pad(114 - Math.floor(b.length / 2)) + b
-      + " and after it" + pad(40);
-    const at = text.indexOf("needle"), inside = (f, i) => text.indexOf(f) < i && i < text.indexOf(f) + f.length;
-    results.cut = [inside(a, at - 120), inside(b, at + 120)];  // Sphinx's stretch starts in a and ends in b
-    const p = Search.makeSearchSummary(`<div role="main"><p>${text}</p></div>`, ["needle"], "");
-    return document.body.appendChild(document.createElement("div")).appendChild(p);
-  }
-  async function run() {
-    try {
+SEARCH_DRIVER = driver("toy-search-results", r"""
       // done when Sphinx has said how many pages it found and each has its snippet (fetched one by one)
       for (let i = 0; i < 300; i++) {
         const items = Search.output ? [...Search.output.children] : [];
@@ -311,18 +308,20 @@ SEARCH_DRIVER = r"""<script>
       results.pages = [...Search.output.children].map((li) => (
         { href: li.querySelector("a").getAttribute("href"), ...found(li.querySelector("p.context")) }));
       results.shown = document.getElementById("search-results").innerText;
-      results.synthetic = found(made);
-    } catch (e) {
-      results.errors.push(String(e.stack || e));
-    }
-    const pre = document.createElement("pre");
-    pre.id = "toy-search-results";
-    pre.textContent = JSON.stringify(results);
-    document.body.appendChild(pre);
-  }
-  if (document.readyState === "complete") run(); else window.addEventListener("load", run);
-})();
-</script>"""
+      results.synthetic = found(made);""", helpers=r"""
+  const found = (p) => ({ text: p ? p.innerText : null, typeset: p ? p.querySelectorAll("mjx-container").length : 0,
+                          errors: p ? p.querySelectorAll("mjx-merror").length : 0 });
+  // text where the stretch Sphinx quotes (from 120 characters before the word) starts and ends inside a formula
+  function synthetic() {
+    const a = "\\(\\sqrt{d_\\text{head}} + 1\\)", b = "\\(\\frac{1}{2}\\)", lead = "Lead ";
+    const pad = (n) => "word ".repeat(n).slice(0, n);
+    const text = lead + a + pad(120 - Math.floor(a.length / 2)) + "needle" + pad(114 - Math.floor(b.length / 2)) + b
+      + " and after it" + pad(40);
+    const at = text.indexOf("needle"), inside = (f, i) => text.indexOf(f) < i && i < text.indexOf(f) + f.length;
+    results.cut = [inside(a, at - 120), inside(b, at + 120)];  // Sphinx's stretch starts in a and ends in b
+    const p = Search.makeSearchSummary(`<div role="main"><p>${text}</p></div>`, ["needle"], "");
+    return document.body.appendChild(document.createElement("div")).appendChild(p);
+  }""")
 RAW_TEX = re.compile(r"\\[a-zA-Z]+|\\[()\[\]]")  # a TeX command or delimiter, as a reader would see it
 
 

@@ -72,8 +72,8 @@ def readout_picture(models: dict):
     for state, ax in zip((0, 1), axes):
         ax.axvspan(*alive_band[state], color="tab:green", alpha=0.15, lw=0, label="the rule: alive next")
         for (label, m), style in zip(models.items(), ("-", "--", ":")):
-            ring, _ = offset_masks(attention_by_offset(m, None))
-            per_neighbour = float(attention_by_offset(m, None)[ring].mean())
+            by_offset = attention_by_offset(m, None)
+            per_neighbour = float(by_offset[offset_masks(by_offset)[0]].mean())
             with torch.no_grad():
                 logit = m.readout(m.W_state[state].expand(len(live), -1), live * per_neighbour).numpy()
             ax.plot(live, logit / np.abs(logit).max(), style, label=label)

@@ -180,7 +180,7 @@ def window_margins(model: OffsetAttentionNet) -> dict[str, float]:
     forward pass sums the same weights in another order, a change of about 1e-7)."""
     model = model.cpu()
     r = model.config.radius
-    pattern = model(torch.zeros(1, 2 * r + 1, 2 * r + 1, dtype=torch.long))[1][0, 0, 0].double()  # (2r+1, 2r+1)
+    pattern = torch.from_numpy(attention_by_offset(model, None)).double()  # (2r+1, 2r+1)
     near = torch.zeros_like(pattern, dtype=torch.bool)
     near[r - 1:r + 2, r - 1:r + 2] = True
     near[r, r] = False  # the cell itself: masked, weight 0
@@ -215,8 +215,8 @@ def readout_crossings(model: OffsetAttentionNet, points: int = 8001) -> dict[int
     cell, one change between 2 and 3 and one between 3 and 4; for a live one, between 1 and 2
     and between 3 and 4."""
     model = model.cpu()
-    ring, _ = offset_masks(attention_by_offset(model, None))
-    per_neighbour = float(attention_by_offset(model, None)[ring].mean())
+    by_offset = attention_by_offset(model, None)
+    per_neighbour = float(by_offset[offset_masks(by_offset)[0]].mean())
     live = torch.linspace(0, 8, points, dtype=torch.float64)  # (points,)
     found = {}
     for state in (0, 1):
