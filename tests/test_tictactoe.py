@@ -478,3 +478,94 @@ def test_the_post_configs_claims_follow_their_scores():
     assert not label["each config's optimal move beats its exact label"]
     with pytest.raises(ValueError, match="configurations"):
         measure.post_claims({"1": s(0.6, 0.9)}, 1)
+
+
+# ----------------------------------------------------------------------------- how it works: parts taken out
+
+TINY = TicTacToeConfig(d_model=8, n_heads=2, n_layers=2)
+
+
+def test_without_takes_out_heads_and_closes_relations_and_refuses_bad_parts():
+    torch.manual_seed(0)
+    model = net.TicTacToeNet(TINY)
+    out = measure.without(model, heads=[(1, 0)], cuts=[(0, 3), (1, 5)])
+    assert out is not model and torch.isfinite(model.relation_bias).all()  # the model itself is left alone
+    w = out.blocks.blocks[1].attn.W_O.weight  # (d_model, d_model): head 0 writes through columns 0 to 3
+    assert (w[:, :4] == 0).all() and torch.equal(w[:, 4:], model.blocks.blocks[1].attn.W_O.weight[:, 4:])
+    assert torch.isinf(out.relation_bias[0, :, 3]).all() and torch.isinf(out.relation_bias[1, :, 5]).all()
+    assert torch.isfinite(out.relation_bias[0, :, 5]).all()
+    boards = torch.tensor(world.open_positions()[:50])
+    _, _, patterns = out(boards)  # (batch, layer, head, 17, 17)
+    cells_to_lines = patterns[:, 0, :, :9][(net.TOKEN_RELATIONS[:9] == 3)[None, None].expand(50, 2, -1, -1)]
+    assert (cells_to_lines == 0).all() and torch.isfinite(patterns).all()
+    for bad, message in [({"heads": [(2, 0)]}, "heads are"), ({"heads": [(0, 2)]}, "heads are"),
+                         ({"cuts": [(0, 10)]}, "cuts are"),
+                         ({"cuts": [(0, r) for r in range(5)]}, "nothing to attend to")]:
+        with pytest.raises(ValueError, match=message):
+            measure.without(model, **bad)
+    with pytest.raises(ValueError, match="graph"):
+        measure.without(net.TicTacToeNet(POST_CONFIGS["1: d=32, 4 heads"][0]))
+
+
+def test_knockouts_count_every_open_position_through_its_symmetry_class():
+    """One board per class, counted by the class's size, gives what playing all 4,520 gives:
+    an untrained model gets many wrong, with and without parts."""
+    torch.manual_seed(1)
+    model = net.TicTacToeNet(TINY).eval()
+    k = measure.knockouts(model)
+    every = world.open_positions()
+    pos, kinds = dataset.Positions.of(every), [world.kind_of(b) for b in every]
+    assert k.of_kind.sum() == 4520 and k.of_kind.tolist() == [kinds.count(kind) for kind in measure.KINDS]
+    assert k.heads.shape == (2, 2, 4) and k.cuts.shape == (2, 10, 4) and k.everywhere.shape == (10, 4)
+    assert k.intact.sum() > 0  # untrained
+    np.testing.assert_array_equal(k.intact, measure.lost_by_kind(model, pos, kinds))
+    for parts, counted in [({"heads": [(1, 1)]}, k.heads[1, 1]), ({"cuts": [(0, 3)]}, k.cuts[0, 3]),
+                           ({"cuts": [(0, 5), (1, 5)]}, k.everywhere[5])]:
+        np.testing.assert_array_equal(counted, measure.lost_by_kind(measure.without(model, **parts), pos, kinds))
+    with pytest.raises(ValueError, match="one kind"):
+        measure.lost_by_kind(model, pos, kinds[:-1])
+    with pytest.raises(ValueError, match="part is"):
+        k.lost("layers")
+
+
+def knocked(everywhere_cell=2000, everywhere_other=900, line_layers=(900, 300), cell_layers=(20, 700),
+            forks_lost=150) -> measure.Knockouts:
+    """Knockouts of a 2-layer model as the account has them, with what the claims read changed."""
+    cell, line = (net.RELATION_NAMES.index(name) for name in measure.ACCOUNT)
+    everywhere = np.zeros((10, 4), int)
+    everywhere[:, 3] = 10
+    everywhere[line, 0], everywhere[cell, 0], everywhere[cell, 2] = everywhere_other, everywhere_cell, forks_lost
+    cuts = np.zeros((2, 10, 4), int)
+    cuts[:, line, 0], cuts[:, cell, 0] = line_layers, cell_layers
+    return measure.Knockouts(np.array([2358, 1484, 192, 486]), np.zeros(4, int), np.zeros((2, 2, 4), int), cuts,
+                             everywhere, np.zeros(4, int))
+
+
+def test_the_mechanism_claims_hold_as_the_account_says_and_fail_one_by_one():
+    assert all(measure.mechanism_claims(knocked()).values())
+    assert all(t.met for t in measure.mechanism_targets(knocked()))
+    for changed in [{"everywhere_other": 2400}, {"line_layers": (100, 900)}, {"cell_layers": (900, 10)},
+                    {"forks_lost": 96}]:
+        assert not all(measure.mechanism_claims(knocked(**changed)).values()), changed
+    rows = measure.mechanism_targets(knocked(everywhere_other=2400))
+    assert rows[0].measured == "2,160 (next: 2,410)" and rows[0].met is False
+    assert rows[1].measured == "layer 0 / layer 1"
+
+
+def test_knockout_boards_mark_each_move_and_refuse_bad_input():
+    torch.manual_seed(0)
+    model = net.TicTacToeNet(TINY).eval()
+    boards = [world.parse_board("XX. OO. ..."), world.parse_board("XO. .O. ..X")]
+    parts = {"whole": {}, "no lines": {"cuts": [(0, 3), (1, 3)]}}
+    fig = look.knockout_boards(model, boards, ["win", "block"], parts)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(titles) == 4 and titles[0].startswith("whole\nwin: plays") and titles[2].startswith("block: plays")
+    plays = model_moves_of(model, boards)
+    assert all(f"plays {m}" in t for m, t in zip(plays, (titles[0], titles[2])))
+    for bad in [dict(titles=["win"]), dict(parts={}), dict(boards=[world.parse_board("XXX OO. ...")])]:
+        with pytest.raises(ValueError):
+            look.knockout_boards(model, **{"boards": boards, "titles": ["win", "block"], "parts": parts, **bad})
+
+
+def model_moves_of(model, boards):
+    return measure.model_moves(model, torch.tensor(boards)).move.tolist()

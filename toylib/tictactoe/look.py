@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 from toylib.infer import infer
 from toylib.live import Live, weights
 from toylib.plot import DPI, LABEL_PT, attention_grid, colorbar
-from toylib.tictactoe.measure import Policy, check_boards_tensor, model_moves
+from toylib.tictactoe.dataset import Positions
+from toylib.tictactoe.measure import Policy, check_boards_tensor, model_moves, without
 from toylib.tictactoe.net import TOKEN_KIND, TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet
 from toylib.tictactoe.world import EMPTY, LINES, O, SYMBOLS, X, TicTacToe, best_move, board_image, threats, to_move
 
@@ -244,6 +245,39 @@ def move_and_attention(model: TicTacToeNet, boards: Sequence[Sequence[int]], tit
     for image, row, label in ((probs, axes[0], "move probability"),
                               (weights, axes[1], f"attention weight,\nlayer {layer} head {head}")):
         colorbar(fig, image, row.tolist(), label, shrink=0.9, **place)
+    return fig
+
+
+def knockout_boards(model: TicTacToeNet, boards: Sequence[Sequence[int]], titles: Sequence[str],
+                    parts: dict[str, dict], width: float = 5.6) -> Figure:
+    """The same positions played by `model` and by copies of it with parts taken out: one row
+    per position, one column per model (`parts`: {column title: without()'s keyword
+    arguments}; {} is the whole model). Each board's empty cells are shaded by the
+    probability of a move there; the cell played is outlined, in red if the move is optimal,
+    dashed black if it is not (the title says "wrong")."""
+    b = torch.tensor([tuple(x) for x in boards])  # (n, 9)
+    check_boards_tensor(b)
+    if len(b) == 0 or len(titles) != len(b) or not parts:
+        raise ValueError(f"give at least one board, one title per board and one model: {len(b)} boards, "
+                         f"{len(titles)} titles, {len(parts)} models")
+    if any(TicTacToe(tuple(x)).is_terminal() for x in b.tolist()):
+        raise ValueError("every board needs a move to make: a finished game has none")
+    optimal = Positions.of([tuple(x) for x in b.tolist()]).optimal  # (n, 9)
+    n, m = len(b), len(parts)
+    side = min((width - 0.5) / m, 1.6)
+    fig, axes = plt.subplots(n, m, figsize=(width, n * (side + 0.5) + 0.3), squeeze=False, dpi=DPI,
+                             layout="constrained")
+    for j, (name, kwargs) in enumerate(parts.items()):
+        played = model_moves(without(model, **kwargs) if kwargs else model, b)
+        for k in range(n):
+            ax, move = axes[k, j], int(played.move[k])
+            _draw_board(ax, b[k].tolist(), played.move_prob[k].numpy(), "Greens", 1.0)
+            good = bool(optimal[k, move])
+            r, c = divmod(move, 3)
+            ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="red" if good else "black",
+                                       lw=3, linestyle="-" if good else "--"))
+            ax.set_title((f"{name}\n" if k == 0 else "") + f"{titles[k]}: plays {move}"
+                         + ("" if good else ", wrong"), fontsize=LABEL_PT)
     return fig
 
 

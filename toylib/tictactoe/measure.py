@@ -1,13 +1,16 @@
 """How well a trained model plays: its moves and scores on a set of positions (`model_moves`,
-`score`, which training also watches), whole games (exhaustively, against minimax, at random),
-and the chapter's targets and its summary (`measure`)."""
+`score`, which training also watches), the model with parts taken out (`without`,
+`knockouts`: how it plays, by intervention), whole games (exhaustively, against minimax, at
+random), and the chapter's targets and its summary (`measure`)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -17,8 +20,9 @@ from toylib.infer import infer
 from toylib.targets import Target, format_table, pct, share_target, time_target
 from toylib.tictactoe.config import POST_SMALLEST, TicTacToeConfig
 from toylib.tictactoe.dataset import Dataset, Positions
-from toylib.tictactoe.net import TicTacToeNet
-from toylib.tictactoe.world import EMPTY, Board, O, TicTacToe, X, open_positions, optimal_moves, to_move
+from toylib.tictactoe.net import RELATION_NAMES, TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet
+from toylib.tictactoe.world import (EMPTY, Board, O, TicTacToe, X, canonical, kind_of, open_positions, optimal_moves,
+                                   to_move)
 
 
 # ----------------------------------------------------------------------------- the model's moves and scores, which training watches
@@ -85,6 +89,136 @@ def score(model: TicTacToeNet, pos: Positions) -> Scores:
         optimal=pos.optimal[rows, m.move].float().mean().item(),
         n=len(pos),
     )
+
+
+# ----------------------------------------------------------------------------- how it works: parts taken out
+# The chapter's "How it works": the model with one part taken out at a time, played on every open
+# position (an intervention, not a picture), and what the counts say.
+
+KINDS = ("win", "block", "fork", "quiet")  # world.kind_of's kinds of position, in the tables' order
+# The chapter's account of how the model plays: a line reads its three cells, then a cell reads its lines.
+ACCOUNT = ("cell: its line", "line: its cell")
+
+
+def without(model: TicTacToeNet, heads: Sequence[tuple[int, int]] = (),
+            cuts: Sequence[tuple[int, int]] = ()) -> TicTacToeNet:
+    """A copy of a "graph" `model` with parts taken out, an intervention: each (layer, head) in
+    `heads` adds nothing (its slice of the attention's output projection is zeroed), and each
+    (layer, relation) in `cuts` is closed: no head of that layer attends along that relation
+    (an index into RELATION_NAMES; its bias becomes -inf). Cuts that leave a token of some
+    layer with nothing to attend to are refused."""
+    if model.config.positions != "graph":
+        raise ValueError("without() takes parts out of a positions='graph' model")
+    n_layers, n_heads = model.config.n_layers, model.config.n_heads
+    heads, cuts = [tuple(map(int, h)) for h in heads], [tuple(map(int, c)) for c in cuts]
+    if any(not (0 <= l < n_layers and 0 <= h < n_heads) for l, h in heads):
+        raise ValueError(f"heads are (layer, head) pairs within {n_layers} layers of {n_heads} heads, got {heads}")
+    if any(not (0 <= l < n_layers and 0 <= r < len(RELATION_NAMES)) for l, r in cuts):
+        raise ValueError(f"cuts are (layer, relation) pairs within {n_layers} layers and "
+                         f"{len(RELATION_NAMES)} relations, got {cuts}")
+    for layer in range(n_layers):
+        closed = {r for l, r in cuts if l == layer}
+        if any(set(TOKEN_RELATIONS[t].tolist()) <= closed for t in range(len(TOKEN_NAMES))):
+            raise ValueError(f"layer {layer}'s cuts {sorted(closed)} leave some token nothing to attend to")
+    out = copy.deepcopy(model)
+    d_head = model.config.d_model // n_heads
+    with torch.no_grad():
+        for layer, head in heads:
+            out.blocks.blocks[layer].attn.W_O.weight[:, head * d_head:(head + 1) * d_head] = 0
+        for layer, relation in cuts:
+            out.relation_bias[layer, :, relation] = float("-inf")
+    return out
+
+
+def lost_by_kind(model: TicTacToeNet, pos: Positions, kinds: Sequence[str],
+                 weights: Sequence[int] | None = None) -> np.ndarray:
+    """(len(KINDS),) how many of the positions `pos` (position i of kind `kinds[i]`, counted
+    `weights[i]` times, once by default) get a move that is not optimal, per kind."""
+    weights = np.ones(len(pos), int) if weights is None else np.asarray(weights)
+    if len(kinds) != len(pos) or len(weights) != len(pos) or set(kinds) - set(KINDS):
+        raise ValueError(f"give one kind of {KINDS} and one weight per position: {len(kinds)} kinds, "
+                         f"{len(weights)} weights for {len(pos)} positions")
+    move = model_moves(model, pos.boards).move  # (N,)
+    wrong = (~pos.optimal.cpu()[torch.arange(len(pos)), move]).numpy()  # (N,)
+    kind = np.array([KINDS.index(k) for k in kinds])
+    return np.bincount(kind[wrong], weights=weights[wrong], minlength=len(KINDS)).astype(int)
+
+
+@dataclasses.dataclass(frozen=True)
+class Knockouts:
+    """Open positions that lose their optimal move when one part of a model is taken out,
+    counted per kind of position (KINDS).
+
+    of_kind: (kind,) the positions of each kind; intact: (kind,) those the whole model gets
+    wrong; heads: (layer, head, kind) with that head taken out; cuts: (layer, relation, kind)
+    with that relation closed in that layer; everywhere: (relation, kind) closed in every layer;
+    account: (kind,) with every relation closed but the two of ACCOUNT, in every layer."""
+
+    of_kind: np.ndarray
+    intact: np.ndarray
+    heads: np.ndarray
+    cuts: np.ndarray
+    everywhere: np.ndarray
+    account: np.ndarray
+
+    def lost(self, part: str) -> np.ndarray:
+        """One of the tables summed over the kinds: "heads" (layer, head), "cuts" (layer,
+        relation) or "everywhere" (relation,)."""
+        if part not in ("heads", "cuts", "everywhere"):
+            raise ValueError(f"part is 'heads', 'cuts' or 'everywhere', got {part!r}")
+        return getattr(self, part).sum(-1)
+
+
+def knockouts(model: TicTacToeNet) -> Knockouts:
+    """Take out each head, and close each relation in each layer and in every layer, one part
+    at a time, and count the open positions whose move stops being optimal, per kind, over all
+    4,520. The model answers a turned or mirrored board with the turned or mirrored answer,
+    with or without the part (no part names a row, a column or a corner as such), so each
+    symmetry class is played once, on its canonical board, and counted as many times as it has
+    positions: 627 boards a pass instead of 4,520 (tests/test_tictactoe.py checks the two
+    counts agree)."""
+    every = open_positions()
+    size = Counter(canonical(b) for b in every)  # {canonical board: positions in its class}
+    boards = sorted(size)
+    pos, kinds, weights = Positions.of(boards), [kind_of(b) for b in boards], [size[b] for b in boards]
+    n_layers, n_heads, n_rel = model.config.n_layers, model.config.n_heads, len(RELATION_NAMES)
+    lost = lambda **parts: lost_by_kind(without(model, **parts), pos, kinds, weights)  # noqa: E731
+    return Knockouts(
+        of_kind=np.bincount([KINDS.index(k) for k in kinds], weights=weights, minlength=len(KINDS)).astype(int),
+        intact=lost_by_kind(model, pos, kinds, weights),
+        heads=np.array([[lost(heads=[(l, h)]) for h in range(n_heads)] for l in range(n_layers)]),
+        cuts=np.array([[lost(cuts=[(l, r)]) for r in range(n_rel)] for l in range(n_layers)]),
+        everywhere=np.array([lost(cuts=[(l, r) for l in range(n_layers)]) for r in range(n_rel)]),
+        account=lost(cuts=[(l, r) for l in range(n_layers) for r in range(n_rel) if RELATION_NAMES[r] not in ACCOUNT]),
+    )
+
+
+def mechanism_targets(k: Knockouts) -> list[Target]:
+    """The account, as rows a seed can fail (the command line prints them, the benchmark counts
+    them): closing a cell's view of its lines, in every layer, costs more positions than closing
+    any other relation; and the lines read their cells first: the layer where closing "line:
+    its cell" costs the most comes before the one where closing "cell: its line" does."""
+    cell, line = (RELATION_NAMES.index(name) for name in ACCOUNT)
+    total, by_layer = k.lost("everywhere"), k.lost("cuts")  # (relation,), (layer, relation)
+    rival = int(np.delete(total, cell).max())
+    first, then = int(by_layer[:, line].argmax()), int(by_layer[:, cell].argmax())
+    return [
+        Target("how it works: positions lost, cells blind to their lines", "more than for any other relation",
+               f"{total[cell]:,} (next: {rival:,})", bool(total[cell] > rival)),
+        Target("how it works: the layer where it costs most to blind lines to their cells / cells to their lines",
+               "the lines' first", f"layer {first} / layer {then}", first < then),
+    ]
+
+
+def mechanism_claims(k: Knockouts) -> dict[str, bool]:
+    """The "How it works" section's sentences: the whole model plays every open position
+    optimally, the two rows of `mechanism_targets`, and blind to their lines the cells lose
+    over half the fork positions."""
+    cell, fork = RELATION_NAMES.index(ACCOUNT[0]), KINDS.index("fork")
+    return {"the whole model plays every open position optimally": int(k.intact.sum()) == 0,
+            **{t.measure: bool(t.met) for t in mechanism_targets(k)},
+            "cells blind to their lines lose over half the fork positions":
+                bool(2 * k.everywhere[cell, fork] > k.of_kind[fork])}
 
 
 # ----------------------------------------------------------------------------- playing whole games
@@ -202,12 +336,14 @@ def summarise(model: TicTacToeNet, data: Dataset, random_games: int = 1000, seed
 
 def measure(model: TicTacToeNet, config: TicTacToeConfig, data: Dataset, train_seconds: float,
             details: bool = True) -> list[Target]:
-    """The chapter's targets for a trained model. With `details`, also plays the random games
-    and prints the scores that have no target; the benchmark (details=False) skips both."""
+    """The chapter's targets for a trained model, and for the chapter's model (positions="graph")
+    how it works (`mechanism_targets`). With `details`, also plays the random games and prints
+    the scores that have no target; the benchmark (details=False) skips both."""
     summary = summarise(model.cpu(), data, random_games=1000 if details else 0)
     if details:
         print(format_table(summary.detail_rows(), ("measure", "test positions", "all positions")))
-    return summary.targets(train_seconds)
+    works = mechanism_targets(knockouts(model)) if model.config.positions == "graph" else []
+    return summary.targets(train_seconds) + works
 
 
 def optimal_gap(scores: dict[str, Scores]) -> float:
