@@ -1279,3 +1279,74 @@ def test_the_pass_claims_compare_each_maze_s_passes_with_its_farthest_tile():
     assert all(measure.pass_claims(enough, {"5x5": mazes}, ["5x5"]).values())
     short = {"5x5": Ns(passes=tuple(int(f) - 1 for f in far))}
     assert not any(measure.pass_claims(short, {"5x5": mazes}, ["5x5"]).values())
+
+
+# ----------------------------------------------------------------------------- a corridor closed in the attention alone
+
+
+def test_closing_a_corridor_walls_off_both_arms_and_the_walk_goes_round():
+    walled = measure.close_corridor(RING, (0, 0), RIGHT)  # the top row's first corridor
+    assert len(world.shortest_path(from_pixels(RING))) == 2 and len(world.shortest_path(from_pixels(walled))) == 6
+    arms = from_pixels(walled).arms
+    assert not arms[0, 0, world.DIRECTIONS.index(RIGHT)] and not arms[0, 1, world.DIRECTIONS.index(LEFT)]
+    assert (arms != from_pixels(RING).arms).sum() == 2
+    for tile, move in [((0, 0), UP), ((1, 1), RIGHT), ((0, 0), STOP)]:
+        with pytest.raises(ValueError, match="no open corridor"):
+            measure.close_corridor(RING, tile, move)
+
+
+def test_the_encoder_reads_along_the_corridors_it_is_given_not_the_pixels():
+    torch.manual_seed(0)
+    model = build_model(MazeConfig()).eval()
+    pixels = torch.from_numpy(np.stack([RING, RING]))
+    walled = torch.from_numpy(np.stack([RING, measure.close_corridor(RING, (0, 0), RIGHT)]))
+    with torch.no_grad():
+        plain = model.encode(pixels, iterations=3)
+        same = model.encode(pixels, iterations=3, exits_=connections(pixels))
+        shut = model.encode(pixels, iterations=3, exits_=connections(walled))
+    torch.testing.assert_close(plain.states, same.states, rtol=0, atol=0)
+    torch.testing.assert_close(shut.states[0], plain.states[0], rtol=0, atol=0)  # the first maze as it was
+    assert not torch.allclose(shut.states[1], plain.states[1])
+    # heads reading RIGHT from tile 0 and LEFT from tile 1 put nothing on the closed neighbour
+    heads = [h for h in range(model.config.n_heads) if world.DIRECTIONS[h % 4] in (RIGHT, LEFT)]
+    beside = shut.patterns[1, :, heads][..., 1]  # (pass, head, tiles): weight on the neighbour
+    for h, head in enumerate(heads):
+        tile = 0 if world.DIRECTIONS[head % 4] == RIGHT else 1
+        assert (beside[:, h, tile] == 0).all() and (plain.patterns[1, :, head, tile, 1] > 0).all()
+    with pytest.raises(ValueError, match="exits_ is bool"):
+        model.encode(pixels, exits_=connections(pixels)[..., :3])
+
+
+def test_solving_with_corridors_closed_judges_each_walk_on_the_walled_maze():
+    torch.manual_seed(0)
+    model = build_model(MazeConfig()).eval()
+    mazes = make_mazes(12, size=6, seed=5)
+    counts, corridors = measure.reroutes(model, mazes)
+    assert 0 < counts.n <= 12 and len(corridors) == counts.n
+    assert 0 <= counts.round_by_shortest <= counts.n and 0 <= counts.through <= counts.n
+    for i, tile, move in corridors:  # each on its maze's shortest path, a loop round it
+        assert move in world.DIRECTIONS and all(0 <= t < 6 for t in tile)
+        walled = measure.close_corridor(mazes.mazes[i], tile, move)
+        assert world.shortest_path(from_pixels(walled)) is not None
+    assert sorted({i for i, _, _ in corridors}) == [i for i, _, _ in corridors]
+    walks = measure.solve_closed(model, mazes.mazes[:2], mazes.mazes[:2])  # nothing closed: as solve_greedy
+    assert walks == solve_greedy(model, mazes.mazes[:2])
+    with pytest.raises(ValueError, match="same mazes"):
+        measure.solve_closed(model, mazes.mazes[:2], mazes.mazes[:3])
+    with pytest.raises(ValueError, match="MazeNet"):
+        measure.solve_closed(PostMazeNet(POST), mazes.mazes[:1], mazes.mazes[:1])
+
+
+def test_the_reroute_claims_follow_the_counts_and_the_picture_says_what_each_walk_does():
+    fine = measure.Reroutes(n=200, round_by_shortest=198, through=2, changed=190)
+    assert all(maze_look.reroute_claims({"a": fine, "b": fine}).values())
+    for bad in (dataclasses.replace(fine, round_by_shortest=197), dataclasses.replace(fine, through=3)):
+        assert not all(maze_look.reroute_claims({"a": fine, "b": bad}).values())
+    with pytest.raises(ValueError):
+        maze_look.reroute_claims({})
+    torch.manual_seed(0)
+    model = build_model(MazeConfig()).eval()
+    fig = maze_look.closed_picture(model, RING, (0, 0), RIGHT)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].startswith("as it is: ") and "in the attention" in titles[1] and len(fig.axes) == 2
+    plt.close(fig)

@@ -598,6 +598,24 @@ def test_the_policy_is_causal_and_the_baseline_sees_no_history(data):
         assert torch.allclose(before[:, 3], after[:, 3]) != history  # step 3 sees step 1 only with history
 
 
+def test_taking_the_history_away_at_play_is_the_baseline_s_mask_on_the_same_weights(data):
+    train = data["train"]
+    index = np.flatnonzero(train.lengths >= 4)[:3]
+    goal, boards = (torch.from_numpy(x) for x in train.inputs(index))
+    torch.manual_seed(0)
+    model = net.SokobanPolicy(tiny_config()).eval()
+    blind = measure.without_history(model)
+    baseline = net.SokobanPolicy(tiny_config(history=False)).eval()
+    baseline.load_state_dict(model.state_dict())  # the same weights, the baseline's mask
+    assert model.config.history and not blind.config.history  # the model itself is left as it was
+    with torch.no_grad():
+        ours, theirs, whole = (m(goal, boards[:, :4])[0] for m in (blind, baseline, model))  # (B, 4, 5) each
+    assert torch.equal(ours, theirs) and torch.equal(ours[:, 0], whole[:, 0])  # the first board has no history
+    assert not torch.allclose(ours[:, 3], whole[:, 3])
+    with pytest.raises(ValueError, match="already plays without"):
+        measure.without_history(baseline)
+
+
 @pytest.mark.parametrize("history", [True, False])
 def test_attending_one_board_more_at_a_time_gives_what_attending_the_whole_history_gives(history):
     torch.manual_seed(0)

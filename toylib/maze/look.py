@@ -18,10 +18,11 @@ from toylib.draws import stream
 from toylib.infer import evaluating, infer, model_device
 from toylib.live import Live, weights
 from toylib.maze.dataset import NO_WAY, PAD, MazeSet, solution_tensor, start_tiles, walk_tiles, ways_to_end
-from toylib.maze.measure import solve_greedy
+from toylib.maze.measure import Reroutes, close_corridor, solve_closed, solve_greedy
 from toylib.maze.net import QUIET, SETTLED, STILL, MazeModel, MazeNet, Memory
 from toylib.maze.world import (CENTRE, DIRECTIONS, MOVE_NAMES, START, STEP, STOP, TILE, MazeState,
-                               check_pixels, exits, follow_moves, from_pixels, random_maze)
+                               check_pixels, check_solution, draw_maze, exits, follow_moves, from_pixels,
+                               random_maze)
 from toylib.plot import DPI, LABEL_PT, animate
 
 
@@ -317,6 +318,32 @@ def without_cross_heads(model: MazeModel, heads: Sequence[int]) -> MazeModel:
     return ablated
 
 
+def closed_picture(model: MazeNet, maze, tile: tuple[int, int], move: int, width: float = 5.6):
+    """One maze (pixels) solved twice by `model`, side by side: as it is, and with the corridor
+    leaving `tile` by `move` closed in the encoder's attention alone (`measure.solve_closed`):
+    both panels draw the same pixels, the closed corridor crossed by a red bar. The titles say
+    how long each walk is and whether it solves the maze with that corridor walled off by a
+    shortest path. Returns the Figure."""
+    walled = close_corridor(maze, tile, move)
+    walks = {"as it is": solve_greedy(model, maze),
+             "the corridor closed\nin the attention": solve_closed(model, maze[None], walled[None])[0]}
+    fig, axes = plt.subplots(1, 2, figsize=(width, width / 2 + 0.6), dpi=DPI, layout="constrained")
+    (r, c), (dr, dc) = tile, STEP[move]
+    # the bar across the corridor, half way between the two tile centres, at right angles to it
+    mid_r, mid_c = (r + dr / 2) * TILE + CENTRE, (c + dc / 2) * TILE + CENTRE
+    along_r, along_c = dc * TILE * 0.45, dr * TILE * 0.45
+    for ax, (name, walk) in zip(axes, walks.items()):
+        draw_maze(ax, maze, walk)
+        ax.plot([mid_c - along_c, mid_c + along_c], [mid_r - along_r, mid_r + along_r], color="#d62728", lw=4)
+        judged = check_solution(walled, walk)  # on the maze with the corridor walled off
+        if judged.optimal:
+            verdict = "round it by a shortest path"
+        else:  # a walk the pixels allow that hits the wall there went through the corridor
+            verdict = "through it" if judged.first_invalid is not None else "not by a shortest path"
+        ax.set_title(f"{name}: {len(walk) - 2} moves,\n{verdict}", fontsize=LABEL_PT)
+    return fig
+
+
 def solve_frames(model: MazeModel, maze) -> tuple[np.ndarray, list[str]]:
     """Frames for `toylib.plot.animate` of the model solving one maze greedily: per step, the
     maze with the walk so far (the walker's tile bright), then one panel per cross-attention
@@ -389,6 +416,19 @@ def wave_claims(front: Wave, most_trained: int) -> dict[str, bool]:
         "the way head keeps within 5 points of the news's reach": wave_lag(front) <= 0.05,
         "after the last pass every tile names a right way": bool(front.right[-1] == 1.0),
         "the mazes ran more passes than training ever did": len(front.reach) > most_trained,
+    }
+
+
+def reroute_claims(counts: dict[str, Reroutes]) -> dict[str, bool]:
+    """The sentences on closing a corridor in the encoder's attention alone (`measure.reroutes`,
+    per set of mazes): in every set, at least 99 % of the walks go round it by a shortest path of
+    the maze with that corridor walled off, and at most 1 % go through it, as the pixels allow."""
+    if not counts:
+        raise ValueError("reroute_claims needs the counts of at least one set of mazes")
+    return {
+        "with a corridor closed in the attention, >= 99 % of walks go round it by a shortest path":
+            all(c.round_by_shortest >= 0.99 * c.n for c in counts.values()),
+        "and <= 1 % go through it": all(c.through <= 0.01 * c.n for c in counts.values()),
     }
 
 

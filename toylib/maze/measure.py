@@ -1,5 +1,6 @@
 """A maze model judged: solving greedily with every move checked, and the scores (`score`,
-which training validates by as well), decoding without the causal mask, scores by path
+which training validates by as well), solving with a corridor closed in the encoder's
+attention alone (`solve_closed`, `reroutes`), decoding without the causal mask, scores by path
 length, and the chapter's targets (`measure`)."""
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from toylib.decode import greedy_decode
 from toylib.infer import infer
 from toylib.maze.config import BaseMazeConfig
 from toylib.maze.dataset import PAD, MazeSet, connections, invalid_last_move, make_mazes, solution_tensor, ways_to_end
-from toylib.maze.net import MazeModel, Memory
-from toylib.maze.world import START, STOP, check_pixels, check_solution
+from toylib.maze.net import MazeModel, MazeNet, Memory
+from toylib.maze.world import (DIRECTIONS, START, STEP, STOP, check_pixels, check_solution, exits, from_pixels,
+                              shortest_path, to_pixels)
 from toylib.targets import Target, format_table, pct, share_target, time_target
 
 
@@ -118,6 +120,89 @@ def score(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch
                        float(shortest[length == k].mean())) for k in np.unique(length))
     return Scores(len(checks), float(solved.mean()), float(shortest.mean()), _accuracy(predicted, tokens), by_length,
                   tuple(passes.tolist()) if bool((passes >= 0).all()) else (), tuple(length.tolist()))
+
+
+# ----------------------------------------------------------------------------- a corridor closed in the attention alone
+
+
+def close_corridor(maze, tile: tuple[int, int], move: int) -> np.ndarray:
+    """The maze's pixels with the corridor from `tile` one `move` away walled off, both arms
+    that meet there closed: the maze a closed corridor makes, to judge a walk on."""
+    layout = from_pixels(maze)
+    if move not in DIRECTIONS or not exits(layout.arms)[(*tile, DIRECTIONS.index(move))]:
+        raise ValueError(f"no open corridor leaves tile {tile} by move {move}")
+    arms = layout.arms.copy()
+    there = (tile[0] + STEP[move][0], tile[1] + STEP[move][1])
+    arms[(*tile, DIRECTIONS.index(move))] = False
+    arms[(*there, (DIRECTIONS.index(move) + 2) % 4)] = False  # the arm facing back
+    return to_pixels(arms, layout.start, layout.end)
+
+
+def solve_closed(model: MazeNet, mazes, closed) -> list[list[int]]:
+    """The model's greedy walks through `mazes` (pixels (n, R*TILE, C*TILE), one size) when its
+    encoder's heads may not read along the corridors that `closed` (the same mazes with
+    corridors walled off, `close_corridor`) lacks, while every tile's token is made from the
+    unchanged pixels, which still show them open. An intervention: if the search runs on the
+    corridors the attention follows, the walks go round what is closed."""
+    if not isinstance(model, MazeNet):
+        raise ValueError(f"the corridors are the looped encoder's: model must be a MazeNet, got {type(model).__name__}")
+    pixels, walls = (np.stack([check_pixels(p) for p in np.asarray(m)]) for m in (mazes, closed))
+    if pixels.shape != walls.shape:
+        raise ValueError(f"closed must be the same mazes, {pixels.shape}, got {walls.shape}")
+
+    def walks(m: MazeNet, x: torch.Tensor, shut: torch.Tensor) -> torch.Tensor:
+        return _greedy(m, x, None, m.encode(x, keep=False, exits_=connections(shut)))
+
+    out = infer(model, pixels, walls, batch_size=250, run=walks)
+    return [row[row != PAD].tolist() for row in out]
+
+
+@dataclasses.dataclass(frozen=True)
+class Reroutes:
+    """`reroutes`: n mazes, each with one corridor of its shortest path closed in the attention."""
+
+    n: int
+    round_by_shortest: int  # walks that reach the end by a shortest path of the maze with it walled off
+    through: int  # walks that go through the closed corridor, as the pixels allow
+    changed: int  # walks that differ from the model's walk with nothing closed
+
+
+def reroutes(model: MazeNet, mazes: MazeSet) -> tuple[Reroutes, list[tuple[int, tuple[int, int], int]]]:
+    """For each maze of `mazes` whose shortest path has a corridor that can be closed with the
+    end still reachable (a loop goes round it), close the first such corridor from the middle
+    of the path onwards in the encoder's attention alone (`solve_closed`) and judge the walk on
+    the maze with that corridor walled off. Returns the counts and, per maze used, its index in
+    `mazes` and the corridor closed: (index, (row, column) of the tile it leaves, the move)."""
+    used, shut, corridors = [], [], []
+    for i, maze in enumerate(mazes.mazes):
+        layout = from_pixels(maze)
+        path = shortest_path(layout)
+        tiles = [layout.start]
+        for move in path:
+            tiles.append((tiles[-1][0] + STEP[move][0], tiles[-1][1] + STEP[move][1]))
+        for k in range(len(path) // 2, len(path)):
+            walled = close_corridor(maze, tiles[k], path[k])
+            if shortest_path(from_pixels(walled)) is not None:
+                used.append(i)
+                shut.append(walled)
+                corridors.append((i, tiles[k], path[k]))
+                break
+    if not used:
+        raise ValueError("no maze has a corridor on its shortest path that a loop goes round")
+    pixels = np.stack([mazes.mazes[i] for i in used])
+    closed_walks = solve_closed(model, pixels, np.stack(shut))
+    open_walks = solve_greedy(model, pixels)
+    checks = [check_solution(w, walk) for w, walk in zip(shut, closed_walks)]
+
+    def crosses(p, walk, corridor) -> bool:  # the walk, as the pixels allow it, steps through the corridor
+        (r, c), move = corridor
+        gate = {(r, c), (r + STEP[move][0], c + STEP[move][1])}
+        tiles = check_solution(p, walk).tiles
+        return any({a, b} == gate for a, b in zip(tiles, tiles[1:]))
+
+    return Reroutes(len(used), sum(c.optimal for c in checks),
+                    sum(crosses(p, w, k[1:]) for p, w, k in zip(pixels, closed_walks, corridors)),
+                    sum(a != b for a, b in zip(closed_walks, open_walks))), corridors
 
 
 # ----------------------------------------------------------------------------- decoding, and scores by length

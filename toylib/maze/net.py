@@ -149,40 +149,50 @@ class MazeNet(MazeModel):
         return beside, exits_.flatten(1, 2).transpose(1, 2)
 
     def encode(self, pixels: torch.Tensor, iterations: int | None = None,
-               keep: bool = True, trace: bool = False) -> Memory:
+               keep: bool = True, trace: bool = False,
+               exits_: torch.Tensor | None = None) -> Memory:
         """The memory of a batch of mazes, pixels (batch, R*TILE, C*TILE):
         with bounded states (`squash`) and no count given, each maze passes
         until its answer holds (`encode_until_settled`); else every maze
         passes `iterations` times, or once per tile (`encode_fixed`). keep:
-        the patterns of every pass; trace: the states after every pass."""
+        the patterns of every pass; trace: the states after every pass.
+        exits_: the corridors the heads may read along, (batch, R, C, 4)
+        as `connections` gives them from the pixels (the default); others
+        are an intervention, the tiles' tokens still showing the pixels."""
         if iterations is None and self.config.squash > 0:
-            return self.encode_until_settled(pixels, keep, trace)
-        return self.encode_fixed(pixels, iterations, keep, trace)
+            return self.encode_until_settled(pixels, keep, trace, exits_)
+        return self.encode_fixed(pixels, iterations, keep, trace, exits_)
 
-    def encoder_inputs(self, pixels: torch.Tensor) -> tuple[
+    def encoder_inputs(self, pixels: torch.Tensor, exits_: torch.Tensor | None = None) -> tuple[
             torch.Tensor, torch.Tensor, tuple[int, ...], torch.Tensor]:
         """What every pass reads: each tile's token (batch, tiles, d) from
-        its one-hot pixels, the maze's connections (batch, R, C, 4), and
-        where each head may look (`neighbours`: the offsets, and the bias
-        (batch, head, tiles, 2) over the tile and that neighbour). A tile
-        reads two tokens, not every tile, so a pass costs as much per tile
-        in a 32x32 maze as in a 5x5."""
+        its one-hot pixels, the maze's connections (batch, R, C, 4; read
+        from the pixels unless given), and where each head may look
+        (`neighbours`: the offsets, and the bias (batch, head, tiles, 2)
+        over the tile and that neighbour). A tile reads two tokens, not
+        every tile, so a pass costs as much per tile in a 32x32 maze as in
+        a 5x5."""
         tiles = tile_view(pixels)  # (batch, R, C, TILE, TILE)
         one_hot = F.one_hot(tiles.long(), 4).flatten(3).float()
         tile = self.tile_embed(one_hot).flatten(1, 2)  # (batch, tiles, d)
-        exits_ = connections(pixels)
+        if exits_ is None:
+            exits_ = connections(pixels)
+        elif exits_.shape != (*tiles.shape[:3], 4) or exits_.dtype != torch.bool:
+            raise ValueError(f"exits_ is bool (batch, R, C, 4) = {(*tiles.shape[:3], 4)}, got "
+                             f"{exits_.dtype} {tuple(exits_.shape)}")
         offsets, bias = self.neighbours(exits_)
         return tile, exits_, offsets, bias
 
     def encode_fixed(self, pixels: torch.Tensor, iterations: int | None = None,
-                     keep: bool = True, trace: bool = False) -> Memory:
+                     keep: bool = True, trace: bool = False,
+                     exits_: torch.Tensor | None = None) -> Memory:
         """The encoder's block run `iterations` times on every tile of every
         maze (default: once per tile, plus `extra_passes`), each pass carrying
         the end's news one tile further along the corridors. Training takes
         this path, with a count drawn per batch, and so does solving with
         unbounded states (`squash` 0, as in FIRST): they never settle, so only
         a count can stop them."""
-        tile, _, offsets, bias = self.encoder_inputs(pixels)
+        tile, _, offsets, bias = self.encoder_inputs(pixels, exits_)
         rows, cols = (s // TILE for s in pixels.shape[1:])
         squash = self.config.squash
         n = iterations or rows * cols + self.config.extra_passes  # passes
@@ -205,7 +215,8 @@ class MazeNet(MazeModel):
                       (rows, cols), passes, traced)
 
     def encode_until_settled(self, pixels: torch.Tensor, keep: bool = True,
-                             trace: bool = False) -> Memory:
+                             trace: bool = False,
+                             exits_: torch.Tensor | None = None) -> Memory:
         """The encoder's block run on each maze until its answer holds:
         once a pass moves none of its state numbers by more than SETTLED or,
         with a way head, once no tile's way has changed for QUIET passes; at
@@ -216,7 +227,7 @@ class MazeNet(MazeModel):
         are computed (`pass_woken`): over the hundreds of passes a big maze
         needs, settled and waiting states would otherwise creep until some
         ways flipped. Solving takes this path (bounded states, `squash`)."""
-        tile, exits_, offsets, bias = self.encoder_inputs(pixels)
+        tile, exits_, offsets, bias = self.encoder_inputs(pixels, exits_)
         b, rows, cols = len(pixels), *(s // TILE for s in pixels.shape[1:])
         x, patterns, states = torch.zeros_like(tile), [], []
         squash, search = self.config.squash, self.way_head is not None

@@ -1,10 +1,12 @@
 """The Sokoban policy at work: solving boards greedily and by beam search (`Walks` feeds the
-core's decoders), the teacher-forced `accuracies`, `Solves`, the post's table beside ours, the
-chapter's targets, and `measure`.
+core's decoders), the teacher-forced `accuracies`, `Solves`, the policy with its history taken
+away at play (`without_history`), the post's table beside ours, the chapter's targets, and
+`measure`.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -369,6 +371,18 @@ class Solves:
 
 
 BEAM_BOARDS = 500  # held-out boards solved by beam search, which costs far more a board than greedy play
+
+
+def without_history(model: SokobanPolicy) -> SokobanPolicy:
+    """A copy of `model` whose boards attend only to the goal and to themselves, as the
+    baseline's do (config.history False), its weights untouched: the history taken away at
+    play. An intervention: what it changes is what the trained policy reads from the boards
+    before the current one."""
+    if not model.config.history:
+        raise ValueError("this policy already plays without its history")
+    out = copy.deepcopy(model)
+    out.config = dataclasses.replace(model.config, history=False)
+    return out
 
 
 def solvable_boards(data: SokobanSet, limit: int | None = None) -> tuple[list[Board], np.ndarray]:
