@@ -1009,3 +1009,12 @@ def test_the_scorecard_claims_follow_the_numbers():
     claims = measure.scorecard_claims(both(weak, best), both(solves([3, 6, 5], [3, 4, 5]), solves([3, -1, -1], [3, 4, 5])),
                                       both(greedy, solves([-1] * 3, [3, 4, 5], "greedy")), 0.98)
     assert not any(claims.values()), claims
+
+
+def test_the_history_claims_follow_the_two_measures():
+    whole = measure.Accuracies(solvability=0.98, policy_top1=0.93, policy_top2=0.99, optimal=0.979,
+                               nsteps_top1=0.966, nsteps_top2=0.998, loss=0.15)
+    blind = dataclasses.replace(whole, optimal=0.972, nsteps_top1=0.858)
+    assert all(measure.history_claims(whole, blind).values())
+    for changed in ({"optimal": 0.94}, {"nsteps_top1": 0.95}):
+        assert not all(measure.history_claims(whole, dataclasses.replace(blind, **changed)).values())

@@ -530,6 +530,16 @@ def other_claims(held_out: Accuracies, other: Accuracies, beam: Solves, greedy: 
     }
 
 
+def history_claims(whole: Accuracies, blind: Accuracies) -> dict[str, bool]:
+    """"How it works": the trained transformer's teacher-forced measures with its history
+    (`whole`) and with it taken away at play (`blind`, `without_history`): the best move
+    moves by under 3 points, the nsteps class (how many moves are left) falls by over 3."""
+    return {
+        "without its history, the best-move rate moves by under 3 points": abs(whole.optimal - blind.optimal) < 0.03,
+        "and the nsteps class is right over 3 points less often": whole.nsteps_top1 - blind.nsteps_top1 > 0.03,
+    }
+
+
 def scorecard_claims(acc: dict[str, Accuracies], beam: dict[str, Solves], greedy: dict[str, Solves],
                      beam4: float) -> dict[str, bool]:
     """"Reading the scorecard" and "What we learned", for the transformer and the baseline
