@@ -1015,6 +1015,8 @@ def test_the_history_claims_follow_the_two_measures():
     whole = measure.Accuracies(solvability=0.98, policy_top1=0.93, policy_top2=0.99, optimal=0.979,
                                nsteps_top1=0.966, nsteps_top2=0.998, loss=0.15)
     blind = dataclasses.replace(whole, optimal=0.972, nsteps_top1=0.858)
-    assert all(measure.history_claims(whole, blind).values())
+    baseline = dataclasses.replace(whole, nsteps_top1=0.963)
+    assert all(measure.history_claims(whole, blind, baseline).values())
     for changed in ({"optimal": 0.94}, {"nsteps_top1": 0.95}):
-        assert not all(measure.history_claims(whole, dataclasses.replace(blind, **changed)).values())
+        assert not all(measure.history_claims(whole, dataclasses.replace(blind, **changed), baseline).values())
+    assert not all(measure.history_claims(whole, blind, dataclasses.replace(baseline, nsteps_top1=0.93)).values())
