@@ -249,12 +249,13 @@ def move_and_attention(model: TicTacToeNet, boards: Sequence[Sequence[int]], tit
 
 
 def knockout_boards(model: TicTacToeNet, boards: Sequence[Sequence[int]], titles: Sequence[str],
-                    parts: dict[str, dict], width: float = 5.6) -> Figure:
+                    parts: dict[str, dict], width: float = 4.4) -> Figure:
     """The same positions played by `model` and by copies of it with parts taken out: one row
     per position, one column per model (`parts`: {column title: without()'s keyword
     arguments}; {} is the whole model). Each board's empty cells are shaded by the
     probability of a move there; the cell played is outlined, in red if the move is optimal,
-    dashed black if it is not (the title says "wrong")."""
+    dashed black if it is not (the title says "wrong"). 4.4 inches wide, three boards fit a
+    phone's column whole."""
     b = torch.tensor([tuple(x) for x in boards])  # (n, 9)
     check_boards_tensor(b)
     if len(b) == 0 or len(titles) != len(b) or not parts:
@@ -264,8 +265,8 @@ def knockout_boards(model: TicTacToeNet, boards: Sequence[Sequence[int]], titles
         raise ValueError("every board needs a move to make: a finished game has none")
     optimal = Positions.of([tuple(x) for x in b.tolist()]).optimal  # (n, 9)
     n, m = len(b), len(parts)
-    side = min((width - 0.5) / m, 1.6)
-    fig, axes = plt.subplots(n, m, figsize=(width, n * (side + 0.5) + 0.3), squeeze=False, dpi=DPI,
+    side = min((width - 0.3) / m, 1.6)
+    fig, axes = plt.subplots(n, m, figsize=(width, n * (side + 0.6) + 0.4), squeeze=False, dpi=DPI,
                              layout="constrained")
     for j, (name, kwargs) in enumerate(parts.items()):
         played = model_moves(without(model, **kwargs) if kwargs else model, b)
@@ -276,8 +277,8 @@ def knockout_boards(model: TicTacToeNet, boards: Sequence[Sequence[int]], titles
             r, c = divmod(move, 3)
             ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="red" if good else "black",
                                        lw=3, linestyle="-" if good else "--"))
-            ax.set_title((f"{name}\n" if k == 0 else "") + f"{titles[k]}: plays {move}"
-                         + ("" if good else ", wrong"), fontsize=LABEL_PT)
+            ax.set_title((f"{name}\n" if k == 0 else "") + f"{titles[k]}: plays {move}\n"
+                         + ("optimal" if good else "wrong"), fontsize=LABEL_PT)
     return fig
 
 
