@@ -318,7 +318,7 @@ def without_cross_heads(model: MazeModel, heads: Sequence[int]) -> MazeModel:
     return ablated
 
 
-def closed_picture(model: MazeNet, maze, tile: tuple[int, int], move: int, width: float = 5.6):
+def closed_picture(model: MazeNet, maze, tile: tuple[int, int], move: int, width: float = 4.4):
     """One maze (pixels) solved twice by `model`, side by side: as it is, and with the corridor
     leaving `tile` by `move` closed in the encoder's attention alone (`measure.solve_closed`):
     both panels draw the same pixels, the closed corridor crossed by a red bar. The titles say
@@ -327,7 +327,7 @@ def closed_picture(model: MazeNet, maze, tile: tuple[int, int], move: int, width
     walled = close_corridor(maze, tile, move)
     walks = {"as it is": solve_greedy(model, maze),
              "the corridor closed\nin the attention": solve_closed(model, maze[None], walled[None])[0]}
-    fig, axes = plt.subplots(1, 2, figsize=(width, width / 2 + 0.6), dpi=DPI, layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(width, width / 2 + 0.9), dpi=DPI, layout="constrained")
     (r, c), (dr, dc) = tile, STEP[move]
     # the bar across the corridor, half way between the two tile centres, at right angles to it
     mid_r, mid_c = (r + dr / 2) * TILE + CENTRE, (c + dc / 2) * TILE + CENTRE
