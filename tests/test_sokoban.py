@@ -12,7 +12,7 @@ from gymnasium.utils.env_checker import check_env
 from toylib import cli
 from toylib.attention import KeysValues
 from toylib.search import distances
-from toylib.sokoban import dataset, env as environment, measure, net, training, world
+from toylib.sokoban import dataset, env as environment, look, measure, net, training, world
 from toylib.sokoban.config import SokobanConfig
 from toylib.sokoban.world import DOWN, LEFT, RIGHT, UNDO, UP
 from toylib.targets import ClaimError, check
@@ -604,7 +604,7 @@ def test_taking_the_history_away_at_play_is_the_baseline_s_mask_on_the_same_weig
     goal, boards = (torch.from_numpy(x) for x in train.inputs(index))
     torch.manual_seed(0)
     model = net.SokobanPolicy(tiny_config()).eval()
-    blind = measure.without_history(model)
+    blind = look.without_history(model)
     baseline = net.SokobanPolicy(tiny_config(history=False)).eval()
     baseline.load_state_dict(model.state_dict())  # the same weights, the baseline's mask
     assert model.config.history and not blind.config.history  # the model itself is left as it was
@@ -613,7 +613,7 @@ def test_taking_the_history_away_at_play_is_the_baseline_s_mask_on_the_same_weig
     assert torch.equal(ours, theirs) and torch.equal(ours[:, 0], whole[:, 0])  # the first board has no history
     assert not torch.allclose(ours[:, 3], whole[:, 3])
     with pytest.raises(ValueError, match="already plays without"):
-        measure.without_history(baseline)
+        look.without_history(baseline)
 
 
 @pytest.mark.parametrize("history", [True, False])
@@ -1016,7 +1016,7 @@ def test_the_history_claims_follow_the_two_measures():
                                nsteps_top1=0.966, nsteps_top2=0.998, loss=0.15)
     blind = dataclasses.replace(whole, optimal=0.972, nsteps_top1=0.858)
     baseline = dataclasses.replace(whole, nsteps_top1=0.963)
-    assert all(measure.history_claims(whole, blind, baseline).values())
+    assert all(look.history_claims(whole, blind, baseline).values())
     for changed in ({"optimal": 0.94}, {"nsteps_top1": 0.95}):
-        assert not all(measure.history_claims(whole, dataclasses.replace(blind, **changed), baseline).values())
-    assert not all(measure.history_claims(whole, blind, dataclasses.replace(baseline, nsteps_top1=0.93)).values())
+        assert not all(look.history_claims(whole, dataclasses.replace(blind, **changed), baseline).values())
+    assert not all(look.history_claims(whole, blind, dataclasses.replace(baseline, nsteps_top1=0.93)).values())

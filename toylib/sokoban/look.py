@@ -1,10 +1,13 @@
 """Looking inside the Sokoban policy: the frames and animation of a solve with its attention,
-the nsteps head along a solution beside the truth, the first push that kills a board, and
-`live_board`, levels to play against the policy in the browser.
+the nsteps head along a solution beside the truth, the first push that kills a board,
+`live_board`, levels to play against the policy in the browser, and how it works: the policy
+with its history taken away at play (`without_history`, `history_claims`).
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -20,7 +23,7 @@ from toylib.infer import evaluating
 from toylib.live import Live, weights
 from toylib.plot import DPI, LABEL_PT, TITLE_PT, animate, colorbar
 from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, nsteps_class, replay
-from toylib.sokoban.measure import START, Walks
+from toylib.sokoban.measure import START, Accuracies, Walks
 from toylib.sokoban.net import SokobanPolicy
 from toylib.sokoban.world import (
     ACTION_NAMES,
@@ -343,3 +346,32 @@ def live_board(model: SokobanPolicy, levels: Sequence[Board | str]):
         "pieces": c.pieces, "n_ctx": c.n_ctx, "history": c.history,
         "levels": [{"board": {"walls": b.grid.reshape(-1), "goal": b.goal, "box": b.box, "player": b.player},
                     "fewest": len(f)} for b, f in zip(boards, fewest)]})
+
+
+# ----------------------------------------------------------------------------- how it works: the history taken away
+
+
+def without_history(model: SokobanPolicy) -> SokobanPolicy:
+    """A copy of `model` whose boards attend only to the goal and to themselves, as the
+    baseline's do (config.history False), its weights untouched: the history taken away at
+    play. An intervention: what it changes is what the trained policy reads from the boards
+    before the current one."""
+    if not model.config.history:
+        raise ValueError("this policy already plays without its history")
+    out = copy.deepcopy(model)
+    out.config = dataclasses.replace(model.config, history=False)
+    return out
+
+
+def history_claims(whole: Accuracies, blind: Accuracies, baseline: Accuracies) -> dict[str, bool]:
+    """"How it works": the trained transformer's teacher-forced measures with its history
+    (`whole`) and with it taken away at play (`blind`, `without_history`), beside the baseline
+    trained without one: the best move moves by under 3 points, the nsteps class (how many
+    moves are left) falls by over 3, and the baseline's nsteps class is within 3 points of the
+    transformer's: trained without a history, a policy reads the count off the board."""
+    return {
+        "without its history, the best-move rate moves by under 3 points": abs(whole.optimal - blind.optimal) < 0.03,
+        "and the nsteps class is right over 3 points less often": whole.nsteps_top1 - blind.nsteps_top1 > 0.03,
+        "the baseline's nsteps class is within 3 points of the transformer's":
+            abs(whole.nsteps_top1 - baseline.nsteps_top1) < 0.03,
+    }

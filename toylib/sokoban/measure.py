@@ -1,12 +1,10 @@
 """The Sokoban policy at work: solving boards greedily and by beam search (`Walks` feeds the
-core's decoders), the teacher-forced `accuracies`, `Solves`, the policy with its history taken
-away at play (`without_history`), the post's table beside ours, the chapter's targets, and
-`measure`.
+core's decoders), the teacher-forced `accuracies`, `Solves`, the post's table beside ours, the
+chapter's targets, and `measure`.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -373,18 +371,6 @@ class Solves:
 BEAM_BOARDS = 500  # held-out boards solved by beam search, which costs far more a board than greedy play
 
 
-def without_history(model: SokobanPolicy) -> SokobanPolicy:
-    """A copy of `model` whose boards attend only to the goal and to themselves, as the
-    baseline's do (config.history False), its weights untouched: the history taken away at
-    play. An intervention: what it changes is what the trained policy reads from the boards
-    before the current one."""
-    if not model.config.history:
-        raise ValueError("this policy already plays without its history")
-    out = copy.deepcopy(model)
-    out.config = dataclasses.replace(model.config, history=False)
-    return out
-
-
 def solvable_boards(data: SokobanSet, limit: int | None = None) -> tuple[list[Board], np.ndarray]:
     """The start boards of `data` that can be solved (the first `limit` of them), and their
     fewest moves."""
@@ -527,20 +513,6 @@ def other_claims(held_out: Accuracies, other: Accuracies, beam: Solves, greedy: 
         "other boards: greedy solves fewer than beam 32": greedy.rate < beam.rate,
         "other boards cost the verdict a point or more": held_out.solvability - other.solvability >= 0.01,
         "search still solves them: beam 32 >= 98 %": beam.rate >= 0.98,
-    }
-
-
-def history_claims(whole: Accuracies, blind: Accuracies, baseline: Accuracies) -> dict[str, bool]:
-    """"How it works": the trained transformer's teacher-forced measures with its history
-    (`whole`) and with it taken away at play (`blind`, `without_history`), beside the baseline
-    trained without one: the best move moves by under 3 points, the nsteps class (how many
-    moves are left) falls by over 3, and the baseline's nsteps class is within 3 points of the
-    transformer's: trained without a history, a policy reads the count off the board."""
-    return {
-        "without its history, the best-move rate moves by under 3 points": abs(whole.optimal - blind.optimal) < 0.03,
-        "and the nsteps class is right over 3 points less often": whole.nsteps_top1 - blind.nsteps_top1 > 0.03,
-        "the baseline's nsteps class is within 3 points of the transformer's":
-            abs(whole.nsteps_top1 - baseline.nsteps_top1) < 0.03,
     }
 
 
