@@ -253,9 +253,21 @@ def test_extending_a_decoder_a_position_at_a_time_gives_what_forward_gives():
         torch.testing.assert_close(cp[..., 0, :], cross_patterns[..., t, :])
         outs.append(out)
     torch.testing.assert_close(torch.cat(outs, 1), x)
+    first = outs
     assert past[0].k.shape == (2, 4, 5, 4)  # (batch, head, positions so far, d_head), one per layer
     with pytest.raises(ValueError, match="1 layers for a decoder of 3"):
         model.decoder.extend(tgt[:, :1], memory, past[:1])
+    # the memory's keys and values found once give, token by token, the same numbers as the memory
+    read, cached, outs = model.decoder.memory_keys_values(memory), None, []
+    assert len(read) == 3 and read[0].k.shape == (2, 4, 6, 4) and read[0].k.is_contiguous()
+    for t in range(5):
+        out, sp, cp, cached = model.decoder.extend(tgt[:, t : t + 1], read, cached, bias[:, :, t : t + 1])
+        outs.append(out)
+    assert torch.equal(torch.cat(outs, 1), torch.cat(first, 1))  # the very same numbers
+    with pytest.raises(ValueError, match="keys and values of 2 layers for a decoder of 3"):
+        model.decoder.extend(tgt[:, :1], read[:2])
+    with pytest.raises(ValueError, match="offsets are for self-attention"):  # a context read before is cross-attention
+        model.decoder.blocks[0].cross_attn(tgt, context=read[0], offsets=(1, 1, 1, 1))
 
 
 def test_encoder_decoder_decodes_causally_and_reads_the_memory():

@@ -1205,6 +1205,10 @@ def test_solving_runs_the_block_on_the_woken_tiles_alone_and_ends_where_every_ti
         assert min(sizes) < 81 and sum(sizes) < 81 * int(every.passes.sum())  # fewer tokens
         torch.testing.assert_close(woken.states, every.states, rtol=0, atol=1e-6)
         assert torch.equal(woken.passes, every.passes)
+        # solving finds the bound, the moves and the ways of the woken tiles alone: the numbers
+        # of the pass that finds them for every tile (tracing the states takes that one)
+        traced = model.encode(pixels, keep=False, trace=True)
+        assert torch.equal(woken.states, traced.states) and torch.equal(woken.passes, traced.passes)
     # a woken tile at the grid's edge, its neighbour off the grid: it reads itself
     h, bias = torch.randn(1, 9, model.config.d_model), torch.zeros(1, model.config.n_heads, 9, 2)
     bias[..., 1] = -math.inf

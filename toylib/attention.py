@@ -168,22 +168,33 @@ class MultiHeadAttention(nn.Module):
         self.W_V = nn.Linear(d_model, d_model, bias=bias)
         self.W_O = nn.Linear(d_model, d_model, bias=bias)
 
+    def keys_values(self, context: torch.Tensor) -> KeysValues:
+        """The keys and values of `context` (batch, pos, d_model), each (batch, head, pos,
+        d_head). Cross-attention that reads one context at every step of a decoding (the
+        encoder's memory) computes them once here and takes them as `context`: the same
+        numbers as computing them at every step, for the price of one."""
+        return KeysValues(self._heads(self.W_K(context)), self._heads(self.W_V(context)))
+
     def _heads(self, t: torch.Tensor) -> torch.Tensor:
         b, n, _ = t.shape
         # (batch, pos, d_model) -> (batch, head, pos, d_head)
         return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)
 
     def forward(
-        self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+        self, x: torch.Tensor, context: torch.Tensor | KeysValues | None = None, mask: torch.Tensor | None = None,
         offsets: Sequence[int] | torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """offsets: one int per head, a (head, pos) tensor, or None: with offsets, each query
+        """context: what cross-attention reads, (batch, key_pos, d_model), or its
+        `keys_values`; None for self-attention.
+        offsets: one int per head, a (head, pos) tensor, or None: with offsets, each query
         reads only itself and the position offsets[h] further on (`attention_beside`), mask is for those two (batch
         or 1, head or 1, query_pos, 2), and the pattern is (batch, head, query_pos, 2)."""
-        context = x if context is None else context
         q = self._heads(self.W_Q(x))  # (batch, head, query_pos, d_head)
-        k = self._heads(self.W_K(context))  # (batch, head, key_pos, d_head)
-        v = self._heads(self.W_V(context))  # (batch, head, key_pos, d_head)
+        if isinstance(context, KeysValues):  # a context read before (`keys_values`)
+            k, v = context
+        else:
+            context = x if context is None else context
+            k, v = self.keys_values(context)  # (batch, head, key_pos, d_head) each
         if offsets is not None and (self.causal or context is not x):
             raise ValueError("offsets are for self-attention without a causal mask: each position reads beside it")
         if self.causal:
@@ -307,12 +318,12 @@ class DecoderBlock(nn.Module):
         return x, self_pattern, cross_pattern
 
     def extend(
-        self, x: torch.Tensor, memory: torch.Tensor, past: KeysValues | None = None,
+        self, x: torch.Tensor, memory: torch.Tensor | KeysValues, past: KeysValues | None = None,
         memory_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, KeysValues]:
         """`forward` at target positions x (batch, new, d_model) appended to those whose
-        self-attention keys and values are `past` (None: x starts the sequence); memory_mask
-        is for the new positions only. Returns (x, self_pattern (batch, head, new, past + new),
+        self-attention keys and values are `past` (None: x starts the sequence); memory, or
+        its keys and values (`cross_attn.keys_values`); memory_mask is for the new positions only. Returns (x, self_pattern (batch, head, new, past + new),
         cross_pattern (batch, head, new, src_pos), the keys and values with x's appended)."""
         z, self_pattern, kv = self.self_attn.extend(self.ln_self(x), past)
         x = x + self.drop(z)  # (batch, new, d_model)
@@ -400,24 +411,35 @@ class Decoder(nn.Module):
         return self.ln_final(x), torch.stack(self_patterns, 1), torch.stack(cross_patterns, 1)
 
     def extend(
-        self, x: torch.Tensor, memory: torch.Tensor, past: Sequence[KeysValues] | None = None,
+        self, x: torch.Tensor, memory: torch.Tensor | Sequence[KeysValues], past: Sequence[KeysValues] | None = None,
         memory_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[KeysValues]]:
         """`forward` at target positions x (batch, new, d_model) appended to a sequence that
         earlier calls decoded, `past` holding each layer's self-attention keys and values
-        (None: x starts it); memory_mask is for the new positions, (batch, [head,] new,
-        src_pos). What `forward` gives at those positions, computed for them alone, so that
+        (None: x starts it); memory (batch, src_pos, d_model), or each layer's keys and values
+        of it (`memory_keys_values`: a decoding computes them once, not at every token);
+        memory_mask is for the new positions, (batch, [head,] new, src_pos). What `forward` gives at those positions, computed for them alone, so that
         decoding a token per step costs as the sequence, not its square. Returns (x, the two
         patterns over the new positions, each layer's keys and values with x's appended)."""
         if past is not None and len(past) != len(self.blocks):
             raise ValueError(f"got keys and values of {len(past)} layers for a decoder of {len(self.blocks)}")
+        read = memory if isinstance(memory, torch.Tensor) else list(memory)
+        if not isinstance(memory, torch.Tensor) and len(read) != len(self.blocks):
+            raise ValueError(f"got the memory's keys and values of {len(read)} layers for a decoder of {len(self.blocks)}")
         self_patterns, cross_patterns, cache = [], [], []
         for i, block in enumerate(self.blocks):
-            x, sp, cp, kv = block.extend(x, memory, None if past is None else past[i], memory_mask)
+            x, sp, cp, kv = block.extend(x, memory if isinstance(memory, torch.Tensor) else read[i],
+                                         None if past is None else past[i], memory_mask)
             self_patterns.append(sp)
             cross_patterns.append(cp)
             cache.append(kv)
         return self.ln_final(x), torch.stack(self_patterns, 1), torch.stack(cross_patterns, 1), cache
+
+    def memory_keys_values(self, memory: torch.Tensor) -> list[KeysValues]:
+        """Each layer's cross-attention keys and values of `memory` (batch, src_pos, d_model),
+        for `extend`: the memory is the same at every token of a decoding. Laid out in memory
+        as a head's product reads them, which each token would otherwise copy them into."""
+        return [KeysValues(*(t.contiguous() for t in block.cross_attn.keys_values(memory))) for block in self.blocks]
 
 
 class Seq2SeqPatterns(NamedTuple):

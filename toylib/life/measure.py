@@ -27,8 +27,13 @@ def _size(model) -> int | None:
     return None if isinstance(model, OffsetAttentionNet) else model.config.grid_size
 
 
-def predict(model: SingleAttentionNet, grids, batch_size: int = 256) -> np.ndarray:
-    """The model's next state for a grid or a batch of grids, as 0/1 uint8."""
+def predict(model: LifeNet, grids, batch_size: int | None = None) -> np.ndarray:
+    """The model's next state for a grid or a batch of grids, as 0/1 uint8. batch_size: the
+    grids of a forward pass; by default 32 where every cell attends to every cell (a pattern of
+    32 16x16 grids is 8 MB, which the CPU's caches hold: 2.5 times as fast as 256 grids, and
+    the same numbers), 256 otherwise."""
+    if batch_size is None:
+        batch_size = 32 if isinstance(model, SingleAttentionNet) else 256
     g = check_grids(grids, _size(model))
     alive = infer(model, g[None] if g.ndim == 2 else g, batch_size=batch_size,
                   keep=lambda out, _: out[0] > 0, numpy=True)  # (n, size, size)

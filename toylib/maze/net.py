@@ -5,6 +5,7 @@ in `post.py`, and `train` in `training.py`."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -229,6 +230,9 @@ class MazeNet(MazeModel):
         ways flipped. Solving takes this path (bounded states, `squash`)."""
         tile, exits_, offsets, bias = self.encoder_inputs(pixels, exits_)
         b, rows, cols = len(pixels), *(s // TILE for s in pixels.shape[1:])
+        if self.way_head is not None and not keep and not trace:
+            x, passes = self.settle_woken(tile, exits_, bias)
+            return Memory(self.ln_memory(x), None, start_tiles(pixels), (rows, cols), passes, None)
         x, patterns, states = torch.zeros_like(tile), [], []
         squash, search = self.config.squash, self.way_head is not None
         live = torch.arange(b, device=x.device)  # the mazes still passing
@@ -278,6 +282,60 @@ class MazeNet(MazeModel):
         return Memory(self.ln_memory(x), kept, start_tiles(pixels),
                       (rows, cols), passes, traced)
 
+    def settle_woken(self, tile: torch.Tensor, exits_: torch.Tensor, bias: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`encode_until_settled` with a way head, keeping neither patterns nor trace: the
+        same passes, in which the block, the bound, how far a tile moved and its way are found
+        for the woken tiles alone. A tile that sleeps keeps its state, so its way and its move
+        (none) are known without computing them: a pass costs as the tiles still moving, not
+        as the maze, a few of a 32x32 maze's thousand with no loops. tile (batch, tiles, d),
+        exits_ and bias from `encoder_inputs`. Returns (states (batch, tiles, d), passes (batch,))."""
+        b, n, _ = tile.shape
+        x = torch.zeros_like(tile)
+        alive = torch.ones(b, dtype=torch.bool, device=x.device)  # the mazes still passing
+        passes, quiet = (torch.zeros(b, dtype=torch.long, device=x.device) for _ in range(2))
+        ways = torch.full((b, n), -1, device=x.device)  # (batch, tiles): each tile's way so far
+        moved = torch.full((b, n), math.inf, device=x.device)  # how far each tile moved last pass
+        beside, border = self.borders(exits_)  # (4, tiles), (batch, 4, tiles)
+        direction = [h % 4 for h in range(self.config.n_heads)]
+        for _ in range(n + self.config.extra_passes):
+            before = moved > STILL  # a tile moves if it or a neighbour moved last pass
+            woken = (before | (border & before[:, beside]).any(1)) & alive[:, None]  # (batch, tiles)
+            maze, at, out = self._woken_rows(lambda m, t: x[m, t] + tile[m, t], bias, woken, beside[direction])
+            was = x[maze, at]  # (U, d)
+            now = self.config.squash * torch.tanh((out - tile[maze, at]) / self.config.squash)
+            moved = torch.zeros_like(moved).index_put((maze, at), (now - was).abs().amax(-1))
+            x = x.index_put((maze, at), now)
+            passes += alive.long()
+            way = self.way_head(self.ln_memory(now)).argmax(-1)  # (U,): the woken tiles' ways
+            changed = torch.zeros(b, dtype=torch.long, device=x.device).index_add_(
+                0, maze, (way != ways[maze, at]).long())  # (batch,): tiles whose way changed
+            ways = ways.index_put((maze, at), way)
+            quiet = torch.where(alive, (quiet + 1) * (changed == 0), quiet)
+            alive &= ~((moved.amax(1) <= SETTLED) | (quiet >= QUIET))
+            if not alive.any():
+                break
+        return x, passes
+
+    def _woken_rows(self, read: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], bias: torch.Tensor,
+                    woken: torch.Tensor, beside: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`pass_woken`'s work: the block's output at the woken tiles, (maze (U,), tile (U,),
+        output (U, d)), row by row; read(maze, tile) gives the tokens at those places as `step`
+        reads them."""
+        # (U,) each: the woken tiles and the tiles they read (a neighbour
+        # relation is mutual, so a tile beside a woken one in any direction)
+        need = woken | woken[:, beside].any(1)  # (mazes, tiles)
+        maze, tile = need.nonzero(as_tuple=True)
+        at = torch.full(need.shape, -1, device=bias.device)  # place in the sequence
+        at[maze, tile] = torch.arange(len(maze), device=bias.device)
+        there = at[maze, beside[:, tile]]  # (head, U): the neighbour's place
+        # a gathered tile whose neighbour was not gathered is not woken: it reads
+        # itself, and its output is dropped
+        offsets = torch.where(there >= 0, there - at[maze, tile], 0)  # (head, U)
+        out = self.step(read(maze, tile)[None], bias[maze, :, tile].transpose(0, 1)[None], offsets)[0][0]  # (U, d)
+        kept = woken[maze, tile]  # (U,)
+        return maze[kept], tile[kept], out[kept]
+
     def pass_woken(self, h: torch.Tensor, bias: torch.Tensor, woken: torch.Tensor,
                    beside: torch.Tensor) -> torch.Tensor:
         """One pass of the encoder's block for the `woken` tiles (mazes, tiles) alone: h
@@ -286,19 +344,8 @@ class MazeNet(MazeModel):
         gathered into one sequence, each head reading its neighbour by a per-token offset, so
         the pass costs as the tiles still moving, not the maze. Returns h with the woken rows
         replaced by the block's output (the rest are the caller's to keep)."""
-        # (U,) each: the woken tiles and the tiles they read (a neighbour
-        # relation is mutual, so a tile beside a woken one in any direction)
-        need = woken | woken[:, beside].any(1)  # (mazes, tiles)
-        maze, tile = need.nonzero(as_tuple=True)
-        at = torch.full(need.shape, -1, device=h.device)  # place in the sequence
-        at[maze, tile] = torch.arange(len(maze), device=h.device)
-        there = at[maze, beside[:, tile]]  # (head, U): the neighbour's place
-        # a gathered tile whose neighbour was not gathered is not woken: it reads
-        # itself, and its output is dropped
-        offsets = torch.where(there >= 0, there - at[maze, tile], 0)  # (head, U)
-        out = self.step(h[maze, tile][None], bias[maze, :, tile].transpose(0, 1)[None], offsets)[0][0]  # (U, d)
-        kept = woken[maze, tile]  # (U,)
-        return h.index_put((maze[kept], tile[kept]), out[kept])
+        maze, tile, out = self._woken_rows(lambda m, t: h[m, t], bias, woken, beside)
+        return h.index_put((maze, tile), out)
 
     def cross_bias(self, here: torch.Tensor, memory: Memory) -> torch.Tensor:
         """(batch, head, T, tiles): the learned bias for the offset from
@@ -324,14 +371,18 @@ class MazeNet(MazeModel):
         return self.read_way(self.unembed(x), here, memory), self_patterns, cross_patterns
 
     def decode_next(self, moves: torch.Tensor, memory: Memory,
-                    past: list[KeysValues] | None = None) -> tuple[torch.Tensor, list[KeysValues]]:
-        # the decoder's keys and values of every move before the last are `past`
-        if (0 if past is None else past[0].k.shape[2]) != moves.shape[1] - 1:
+                    past: tuple[list[KeysValues], list[KeysValues]] | None = None
+                    ) -> tuple[torch.Tensor, tuple[list[KeysValues], list[KeysValues]]]:
+        # past: None at the first move, then what the call before returned: the cross-attention's
+        # keys and values of the memory (the same at every move, so found once: on a 32x32 maze
+        # they cost more than the rest of a step) and the decoder's of every move but the last
+        read, before = (self.decoder.memory_keys_values(memory.states), None) if past is None else past
+        if (0 if before is None else before[0].k.shape[2]) != moves.shape[1] - 1:
             raise ValueError("past must hold the keys and values of every move but the last")
         x = self.move_embed(moves[:, -1:].clamp(min=0))  # (batch, 1, d)
         here = walk_tiles(moves, memory.start, memory.shape)[:, -1:]  # (batch, 1, 2)
-        x, _, _, past = self.decoder.extend(x, memory.states, past, self.cross_bias(here, memory))
-        return self.read_way(self.unembed(x), here, memory)[:, -1], past  # (batch, N_MOVES)
+        x, _, _, before = self.decoder.extend(x, read, before, self.cross_bias(here, memory))
+        return self.read_way(self.unembed(x), here, memory)[:, -1], (read, before)  # (batch, N_MOVES)
 
     def read_way(self, logits: torch.Tensor, here: torch.Tensor, memory: Memory) -> torch.Tensor:
         """With a way head, the logits (batch, T, N_MOVES) of each move plus the way head's
