@@ -1099,6 +1099,24 @@ def test_ways_to_end_runs_every_sweep_off_the_cpu_and_finds_the_same(monkeypatch
     assert len(asked) == 25 and all(torch.equal(a, b) for a, b in zip(every, early))
 
 
+def test_a_windowed_step_reads_the_tiles_within_reach_of_the_walker_with_their_bias():
+    torch.manual_seed(0)
+    model = build_model(MazeConfig(radius=1))
+    model.offset_bias.data = torch.randn_like(model.offset_bias)
+    here = torch.tensor([[0, 0], [2, 3]])  # a corner of a 4x5 maze, and a tile inside it
+    near, bias = model.window_tiles(here, (4, 5))
+    assert near.shape == (2, 9) and bias.shape == (2, model.config.n_heads, 1, 9)
+    assert near[1].tolist() == [7, 8, 9, 12, 13, 14, 17, 18, 19]  # rows 1 to 3, columns 2 to 4
+    off = bias[0, :, 0].isinf()  # the corner: the row above and the column to the left are off the grid
+    assert off[:, [0, 1, 2, 3, 6]].all() and not off[:, [4, 5, 7, 8]].any() and near[0, [4, 5, 7, 8]].tolist() == [0, 1, 5, 6]
+    # over the tiles it reads, the bias a whole-maze step gives them
+    full = model.cross_bias(here[:, None], Memory(torch.zeros(2, 20, 32), None, here, (4, 5)))  # (2, head, 1, 20)
+    for b in range(2):
+        on = ~bias[b, 0, 0].isinf()
+        assert torch.equal(bias[b, :, 0, on], full[b, :, 0, near[b, on]])
+        assert (full[b, :, 0].isinf().sum(-1) == 20 - on.sum()).all()  # every other tile has none
+
+
 def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled(monkeypatch):
     from toylib.decode import greedy_decode
     from toylib.maze import net

@@ -232,7 +232,8 @@ class MazeNet(MazeModel):
         b, rows, cols = len(pixels), *(s // TILE for s in pixels.shape[1:])
         if self.way_head is not None and not keep and not trace:
             x, passes = self.settle_woken(tile, exits_, bias)
-            return Memory(self.ln_memory(x), None, start_tiles(pixels), (rows, cols), passes, None)
+            return Memory(self.ln_memory(x), None, start_tiles(pixels),
+                          (rows, cols), passes)
         x, patterns, states = torch.zeros_like(tile), [], []
         squash, search = self.config.squash, self.way_head is not None
         live = torch.arange(b, device=x.device)  # the mazes still passing
@@ -282,37 +283,50 @@ class MazeNet(MazeModel):
         return Memory(self.ln_memory(x), kept, start_tiles(pixels),
                       (rows, cols), passes, traced)
 
-    def settle_woken(self, tile: torch.Tensor, exits_: torch.Tensor, bias: torch.Tensor
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
-        """`encode_until_settled` with a way head, keeping neither patterns nor trace: the
-        same passes, in which the block, the bound, how far a tile moved and its way are found
-        for the woken tiles alone. A tile that sleeps keeps its state, so its way and its move
-        (none) are known without computing them: a pass costs as the tiles still moving, not
-        as the maze, a few of a 32x32 maze's thousand with no loops. tile (batch, tiles, d),
-        exits_ and bias from `encoder_inputs`. Returns (states (batch, tiles, d), passes (batch,))."""
+    def settle_woken(self, tile: torch.Tensor, exits_: torch.Tensor,
+                     bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The passes of `encode_until_settled` when solving (a way head,
+        neither patterns nor states kept), each finding the block, the
+        bound, how far a tile moved and its way for the woken tiles alone.
+        A tile that sleeps keeps its state, so its way is known and it moved
+        0: a pass costs as the tiles still moving, not as the maze (a few of
+        the thousand of a 32x32 maze with no loops). tile (batch, tiles, d),
+        exits_ and bias from `encoder_inputs`. Returns the states (batch,
+        tiles, d) and the passes each maze ran (batch,)."""
         b, n, _ = tile.shape
+        squash, dev = self.config.squash, tile.device
         x = torch.zeros_like(tile)
-        alive = torch.ones(b, dtype=torch.bool, device=x.device)  # the mazes still passing
-        passes, quiet = (torch.zeros(b, dtype=torch.long, device=x.device) for _ in range(2))
-        ways = torch.full((b, n), -1, device=x.device)  # (batch, tiles): each tile's way so far
-        moved = torch.full((b, n), math.inf, device=x.device)  # how far each tile moved last pass
-        beside, border = self.borders(exits_)  # (4, tiles), (batch, 4, tiles)
-        direction = [h % 4 for h in range(self.config.n_heads)]
+        alive = torch.ones(b, dtype=torch.bool, device=dev)  # still passing
+        passes = torch.zeros(b, dtype=torch.long, device=dev)
+        quiet = torch.zeros(b, dtype=torch.long, device=dev)
+        ways = torch.full((b, n), -1, device=dev)  # each tile's way so far
+        # (batch, tiles): how far each tile moved in the last pass
+        moved = torch.full((b, n), math.inf, device=dev)
+        # (4, tiles): each tile's neighbour along each direction, and
+        # (batch, 4, tiles): whether the two connect
+        beside, border = self.borders(exits_)
+        look = beside[[h % 4 for h in range(self.config.n_heads)]]
         for _ in range(n + self.config.extra_passes):
-            before = moved > STILL  # a tile moves if it or a neighbour moved last pass
-            woken = (before | (border & before[:, beside]).any(1)) & alive[:, None]  # (batch, tiles)
-            maze, at, out = self._woken_rows(lambda m, t: x[m, t] + tile[m, t], bias, woken, beside[direction])
+            # a tile moves if it or a neighbour moved last pass
+            before = moved > STILL  # (batch, tiles)
+            woken = before | (border & before[:, beside]).any(1)
+            maze, at, out = self._woken_rows(  # (U,), (U,), (U, d)
+                lambda m, t: x[m, t] + tile[m, t], bias,
+                woken & alive[:, None], look)
             was = x[maze, at]  # (U, d)
-            now = self.config.squash * torch.tanh((out - tile[maze, at]) / self.config.squash)
-            moved = torch.zeros_like(moved).index_put((maze, at), (now - was).abs().amax(-1))
+            now = squash * torch.tanh((out - tile[maze, at]) / squash)
+            step = (now - was).abs().amax(-1)  # (U,)
+            moved = torch.zeros_like(moved).index_put((maze, at), step)
             x = x.index_put((maze, at), now)
             passes += alive.long()
-            way = self.way_head(self.ln_memory(now)).argmax(-1)  # (U,): the woken tiles' ways
-            changed = torch.zeros(b, dtype=torch.long, device=x.device).index_add_(
-                0, maze, (way != ways[maze, at]).long())  # (batch,): tiles whose way changed
+            way = self.way_head(self.ln_memory(now)).argmax(-1)  # (U,)
+            turned = (way != ways[maze, at]).long()  # (U,)
             ways = ways.index_put((maze, at), way)
+            # (batch,): how many of each maze's tiles changed their way
+            changed = torch.zeros_like(quiet).index_add_(0, maze, turned)
             quiet = torch.where(alive, (quiet + 1) * (changed == 0), quiet)
-            alive &= ~((moved.amax(1) <= SETTLED) | (quiet >= QUIET))
+            settled = moved.amax(1) <= SETTLED
+            alive &= ~(settled | (quiet >= QUIET))
             if not alive.any():
                 break
         return x, passes
@@ -381,8 +395,28 @@ class MazeNet(MazeModel):
             raise ValueError("past must hold the keys and values of every move but the last")
         x = self.move_embed(moves[:, -1:].clamp(min=0))  # (batch, 1, d)
         here = walk_tiles(moves, memory.start, memory.shape)[:, -1:]  # (batch, 1, 2)
-        x, _, _, before = self.decoder.extend(x, read, before, self.cross_bias(here, memory))
+        if self.config.window:  # the tiles within `radius` alone: the rest get no weight
+            near, bias = self.window_tiles(here[:, 0], memory.shape)  # (batch, W), (batch, head, 1, W)
+            at = near[:, None, :, None]  # (batch, 1, W, 1)
+            keys = [KeysValues(*(t.gather(2, at.expand(-1, t.shape[1], -1, t.shape[3])) for t in r)) for r in read]
+            x, _, _, before = self.decoder.extend(x, keys, before, bias)
+        else:
+            x, _, _, before = self.decoder.extend(x, read, before, self.cross_bias(here, memory))
         return self.read_way(self.unembed(x), here, memory)[:, -1], (read, before)  # (batch, N_MOVES)
+
+    def window_tiles(self, here: torch.Tensor, shape: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The tiles within `radius` of the walker's tile `here` (batch, 2), row by row, (batch,
+        W) with W = (2 radius + 1)^2 (a place off the grid names tile 0), and the cross-attention's
+        bias over them, (batch, head, 1, W): `cross_bias` at those tiles, -inf off the grid. With
+        `window` every other tile gets -inf, so reading these alone gives each step the weights
+        it would give reading every tile, at a cost that does not grow with the maze."""
+        r, (rows, cols) = self.config.radius, shape
+        span = torch.arange(-r, r + 1, device=here.device)
+        row = here[:, :1] + span.repeat_interleave(2 * r + 1)[None]  # (batch, W)
+        col = here[:, 1:] + span.repeat(2 * r + 1)[None]  # (batch, W)
+        on = (row >= 0) & (row < rows) & (col >= 0) & (col < cols)  # (batch, W)
+        bias = self.offset_bias.flatten(1)[None, :, None].expand(len(here), -1, -1, -1)  # (batch, head, 1, W)
+        return torch.where(on, row * cols + col, 0), bias.masked_fill(~on[:, None, None], -math.inf)
 
     def read_way(self, logits: torch.Tensor, here: torch.Tensor, memory: Memory) -> torch.Tensor:
         """With a way head, the logits (batch, T, N_MOVES) of each move plus the way head's
