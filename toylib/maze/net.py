@@ -286,13 +286,15 @@ class MazeNet(MazeModel):
     def settle_woken(self, tile: torch.Tensor, exits_: torch.Tensor,
                      bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The passes of `encode_until_settled` when solving (a way head,
-        neither patterns nor states kept), each finding the block, the
-        bound, how far a tile moved and its way for the woken tiles alone.
-        A tile that sleeps keeps its state, so its way is known and it moved
-        0: a pass costs as the tiles still moving, not as the maze (a few of
-        the thousand of a 32x32 maze with no loops). tile (batch, tiles, d),
-        exits_ and bias from `encoder_inputs`. Returns the states (batch,
-        tiles, d) and the passes each maze ran (batch,)."""
+        neither patterns nor states kept), run on the woken tiles alone:
+        the block, the bound, how far a tile moved and its way. A tile that
+        sleeps keeps its state, so its way is known and it moved 0; and the
+        tiles woken next are those that moved, and their neighbours, so a
+        pass costs as the tiles still moving, not as the maze (a few of a
+        128x128 maze's 16,384). Tiles are keys, maze * tiles + tile, in
+        order. tile (batch, tiles, d), exits_ and bias from
+        `encoder_inputs`. Returns the states (batch, tiles, d) and the
+        passes each maze ran (batch,)."""
         b, n, _ = tile.shape
         squash, dev = self.config.squash, tile.device
         x = torch.zeros_like(tile)
@@ -300,54 +302,66 @@ class MazeNet(MazeModel):
         passes = torch.zeros(b, dtype=torch.long, device=dev)
         quiet = torch.zeros(b, dtype=torch.long, device=dev)
         ways = torch.full((b, n), -1, device=dev)  # each tile's way so far
-        # (batch, tiles): how far each tile moved in the last pass
-        moved = torch.full((b, n), math.inf, device=dev)
         # (4, tiles): each tile's neighbour along each direction, and
         # (batch, 4, tiles): whether the two connect
         beside, border = self.borders(exits_)
         look = beside[[h % 4 for h in range(self.config.n_heads)]]
+        woken = torch.arange(b * n, device=dev)  # all: none has moved yet
         for _ in range(n + self.config.extra_passes):
-            # a tile moves if it or a neighbour moved last pass
-            before = moved > STILL  # (batch, tiles)
-            woken = before | (border & before[:, beside]).any(1)
             maze, at, out = self._woken_rows(  # (U,), (U,), (U, d)
-                lambda m, t: x[m, t] + tile[m, t], bias,
-                woken & alive[:, None], look)
+                lambda m, t: x[m, t] + tile[m, t], bias, woken, look)
             was = x[maze, at]  # (U, d)
             now = squash * torch.tanh((out - tile[maze, at]) / squash)
-            step = (now - was).abs().amax(-1)  # (U,)
-            moved = torch.zeros_like(moved).index_put((maze, at), step)
-            x = x.index_put((maze, at), now)
+            step = (now - was).abs().amax(-1)  # (U,): how far each moved
+            x = (x.index_put if torch.is_grad_enabled()  # else in place
+                 else x.index_put_)((maze, at), now)
             passes += alive.long()
             way = self.way_head(self.ln_memory(now)).argmax(-1)  # (U,)
             turned = (way != ways[maze, at]).long()  # (U,)
-            ways = ways.index_put((maze, at), way)
-            # (batch,): how many of each maze's tiles changed their way
+            ways[maze, at] = way
+            # (batch,): how many of each maze's tiles changed their way,
+            # and how far its furthest tile moved
             changed = torch.zeros_like(quiet).index_add_(0, maze, turned)
+            furthest = torch.zeros(b, device=dev).scatter_reduce(
+                0, maze, step, "amax")
             quiet = torch.where(alive, (quiet + 1) * (changed == 0), quiet)
-            settled = moved.amax(1) <= SETTLED
+            settled = furthest <= SETTLED
             alive &= ~(settled | (quiet >= QUIET))
             if not alive.any():
                 break
+            # a tile moves next if it, or a neighbour it connects to,
+            # moved by more than STILL in this pass
+            moving = woken[step > STILL]  # keys, in order
+            near = _around(moving, beside, n)  # keys: and their neighbours
+            m, t = near // n, near % n
+            reads = border[m, :, t] & torch.isin(  # (K, 4)
+                m[:, None] * n + beside[:, t].T, moving)
+            near = near[torch.isin(near, moving) | reads.any(1)]
+            woken = near[alive[near // n]]
         return x, passes
 
-    def _woken_rows(self, read: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], bias: torch.Tensor,
-                    woken: torch.Tensor, beside: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """`pass_woken`'s work: the block's output at the woken tiles, (maze (U,), tile (U,),
-        output (U, d)), row by row; read(maze, tile) gives the tokens at those places as `step`
-        reads them."""
-        # (U,) each: the woken tiles and the tiles they read (a neighbour
-        # relation is mutual, so a tile beside a woken one in any direction)
-        need = woken | woken[:, beside].any(1)  # (mazes, tiles)
-        maze, tile = need.nonzero(as_tuple=True)
-        at = torch.full(need.shape, -1, device=bias.device)  # place in the sequence
-        at[maze, tile] = torch.arange(len(maze), device=bias.device)
-        there = at[maze, beside[:, tile]]  # (head, U): the neighbour's place
-        # a gathered tile whose neighbour was not gathered is not woken: it reads
-        # itself, and its output is dropped
-        offsets = torch.where(there >= 0, there - at[maze, tile], 0)  # (head, U)
-        out = self.step(read(maze, tile)[None], bias[maze, :, tile].transpose(0, 1)[None], offsets)[0][0]  # (U, d)
-        kept = woken[maze, tile]  # (U,)
+    def _woken_rows(self, read: Callable[[torch.Tensor, torch.Tensor],
+                                         torch.Tensor],
+                    bias: torch.Tensor, woken: torch.Tensor,
+                    beside: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`pass_woken`'s work: the block's output at the `woken` tiles
+        (keys, maze * tiles + tile, in order), as (maze (U,), tile (U,),
+        output (U, d)) in that order; read(maze, tile) gives the tokens at
+        those places as `step` reads them, beside (head, tiles) each head's
+        neighbour of each tile."""
+        n = beside.shape[1]
+        # the woken tiles and the tiles they read, gathered into one
+        # sequence, each head reading its neighbour by an offset within it
+        need = _around(woken, beside, n)  # (K,) keys, in order
+        maze, tile = need // n, need % n
+        there = torch.searchsorted(need, maze * n + beside[:, tile])  # (head, K)
+        found = need[there.clamp(max=len(need) - 1)] == maze * n + beside[:, tile]
+        # a gathered tile whose neighbour was not gathered is not woken: it
+        # reads itself, and its output is dropped
+        offsets = torch.where(found, there - torch.arange(len(need), device=need.device), 0)
+        out = self.step(read(maze, tile)[None], bias[maze, :, tile].transpose(0, 1)[None], offsets)[0][0]  # (K, d)
+        kept = torch.isin(need, woken)  # (K,)
         return maze[kept], tile[kept], out[kept]
 
     def pass_woken(self, h: torch.Tensor, bias: torch.Tensor, woken: torch.Tensor,
@@ -358,7 +372,8 @@ class MazeNet(MazeModel):
         gathered into one sequence, each head reading its neighbour by a per-token offset, so
         the pass costs as the tiles still moving, not the maze. Returns h with the woken rows
         replaced by the block's output (the rest are the caller's to keep)."""
-        maze, tile, out = self._woken_rows(lambda m, t: h[m, t], bias, woken, beside)
+        keys = woken.flatten().nonzero()[:, 0]  # (U,) maze * tiles + tile, in order
+        maze, tile, out = self._woken_rows(lambda m, t: h[m, t], bias, keys, beside)
         return h.index_put((maze, tile), out)
 
     def cross_bias(self, here: torch.Tensor, memory: Memory) -> torch.Tensor:
@@ -429,6 +444,13 @@ class MazeNet(MazeModel):
         tile = here[..., 0] * memory.shape[1] + here[..., 1]  # (batch, T)
         states = memory.states.gather(1, tile[..., None].expand(-1, -1, memory.states.shape[-1]))  # (batch, T, d)
         return logits + F.log_softmax(self.way_head(states), -1)[..., :N_MOVES]
+
+
+def _around(keys: torch.Tensor, beside: torch.Tensor, n: int) -> torch.Tensor:
+    """The tiles `keys` (maze * n + tile, in order) and every tile beside one of them along
+    any direction of `beside` (directions, n), as keys, in order and once each."""
+    maze, tile = keys // n, keys % n
+    return torch.unique(torch.cat([keys, (maze * n + beside[:, tile]).flatten()]))
 
 
 # ----------------------------------------------------------------------------- loss
