@@ -323,7 +323,8 @@ class DecoderBlock(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, KeysValues]:
         """`forward` at target positions x (batch, new, d_model) appended to those whose
         self-attention keys and values are `past` (None: x starts the sequence); memory, or
-        its keys and values (`cross_attn.keys_values`); memory_mask is for the new positions only. Returns (x, self_pattern (batch, head, new, past + new),
+        its keys and values (`cross_attn.keys_values`); memory_mask is for the new positions
+        only. Returns (x, self_pattern (batch, head, new, past + new),
         cross_pattern (batch, head, new, src_pos), the keys and values with x's appended)."""
         z, self_pattern, kv = self.self_attn.extend(self.ln_self(x), past)
         x = x + self.drop(z)  # (batch, new, d_model)
@@ -418,7 +419,8 @@ class Decoder(nn.Module):
         earlier calls decoded, `past` holding each layer's self-attention keys and values
         (None: x starts it); memory (batch, src_pos, d_model), or each layer's keys and values
         of it (`memory_keys_values`: a decoding computes them once, not at every token);
-        memory_mask is for the new positions, (batch, [head,] new, src_pos). What `forward` gives at those positions, computed for them alone, so that
+        memory_mask is for the new positions, (batch, [head,] new, src_pos). What `forward`
+        gives at those positions, computed for them alone, so that
         decoding a token per step costs as the sequence, not its square. Returns (x, the two
         patterns over the new positions, each layer's keys and values with x's appended)."""
         if past is not None and len(past) != len(self.blocks):
