@@ -355,8 +355,9 @@ class MazeNet(MazeModel):
         # sequence, each head reading its neighbour by an offset within it
         need = _around(woken, beside, n)  # (K,) keys, in order
         maze, tile = need // n, need % n
-        there = torch.searchsorted(need, maze * n + beside[:, tile])  # (head, K)
-        found = need[there.clamp(max=len(need) - 1)] == maze * n + beside[:, tile]
+        want = maze * n + beside[:, tile]  # (head, K): each head's neighbour
+        there = torch.searchsorted(need, want)  # (head, K): its place, if gathered
+        found = need[there.clamp(max=len(need) - 1)] == want
         # a gathered tile whose neighbour was not gathered is not woken: it
         # reads itself, and its output is dropped
         offsets = torch.where(found, there - torch.arange(len(need), device=need.device), 0)
