@@ -39,6 +39,13 @@ def test_causal_mask_leaves_nothing_above_the_diagonal():
     torch.testing.assert_close(out[:, 0], x[:, 0])
 
 
+def test_a_causal_mask_s_last_rows_are_those_of_the_whole_square():
+    whole = causal_mask(7)
+    assert whole.dtype == torch.bool and torch.equal(whole, torch.ones(7, 7, dtype=torch.bool).tril())
+    for first in range(7):  # the rows of positions appended to a sequence of `first`
+        assert torch.equal(causal_mask(7, first=first), whole[first:])
+
+
 def test_causal_attention_does_not_see_the_future():
     torch.manual_seed(0)
     mha = MultiHeadAttention(16, 4, causal=True)

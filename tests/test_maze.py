@@ -668,6 +668,19 @@ def test_solve_frames_has_a_frame_per_move_and_a_panel_per_head():
     assert len(titles) == len(frames) and frames.min() >= 0 and frames.max() <= 1
 
 
+def test_a_timed_solve_is_the_greedy_solve_with_the_encoder_s_passes():
+    mazes = make_mazes(3, size=6, seed=3, kind="loops")
+    model = MazeNet(MazeConfig(seed=2))
+    for maze in mazes.mazes:
+        solve = measure.solve_timed(model, maze)
+        assert solve.moves == solve_greedy(model, maze)
+        with torch.no_grad():
+            assert solve.passes == int(model.encode(torch.from_numpy(maze)[None], keep=False).passes[0])
+        assert solve.encode_s > 0 and solve.decode_s > 0
+    with pytest.raises(ValueError):
+        measure.solve_timed(model, np.zeros((7, 10)))  # not whole tiles
+
+
 def test_tile_grid_lists_tiles_row_by_row_as_the_tokens_come():
     assert dataset.tile_grid((2, 3)).tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
 
@@ -848,32 +861,58 @@ def test_an_encoder_pass_reads_two_tiles_and_equals_attention_masked_to_the_corr
         assert torch.equal(sparse_pattern[..., 1] > 0, border)  # the neighbour is read where it connects
 
 
-def test_spanning_tree_mazes_join_every_tile_by_one_path():
+def _reachable(arms: np.ndarray, start: tuple[int, int]) -> set[tuple[int, int]]:
+    """The tiles a walker reaches from `start` through open arms."""
+    seen, frontier = {start}, [start]
+    while frontier:
+        r, c = frontier.pop()
+        for k, m in enumerate(DIRECTIONS):
+            nxt = (r + STEP[m][0], c + STEP[m][1])
+            if arms[r, c, k] and nxt not in seen:
+                seen.add(nxt)
+                frontier.append(nxt)
+    return seen
+
+
+@pytest.mark.parametrize("carve", ["backtracker", "kruskal"])
+def test_spanning_tree_mazes_join_every_tile_by_one_path(carve):
     rng = np.random.default_rng(0)
     for size in (2, 5, (4, 9), 16):
-        sample = spanning_tree_maze(rng, size)
+        sample = spanning_tree_maze(rng, size, carve)
         layout = from_pixels(sample.maze)
         ex = exits(layout.arms)
         rows, cols = layout.arms.shape[:2]
         assert ex.sum() // 2 == rows * cols - 1  # a tree: one passage fewer than tiles
         assert np.array_equal(ex, layout.arms)  # no arm opens onto a wall or off the grid
-        seen, frontier = {layout.start}, [layout.start]  # every tile reachable from the start
-        while frontier:
-            r, c = frontier.pop()
-            for k, m in enumerate(DIRECTIONS):
-                nxt = (r + STEP[m][0], c + STEP[m][1])
-                if ex[r, c, k] and nxt not in seen:
-                    seen.add(nxt)
-                    frontier.append(nxt)
-        assert len(seen) == rows * cols
+        assert len(_reachable(ex, layout.start)) == rows * cols  # every tile, from the start
         check = check_solution(sample.maze, sample.solution)
         assert check.optimal and layout.start != layout.end
-    a, b = (spanning_tree_maze(np.random.default_rng(3), 8) for _ in range(2))
+    a, b = (spanning_tree_maze(np.random.default_rng(3), 8, carve) for _ in range(2))
     assert np.array_equal(a.maze, b.maze) and a.solution == b.solution  # every draw from the generator
-    lengths = [len(spanning_tree_maze(rng, 32).solution) - 2 for _ in range(20)]
-    assert max(lengths) >= 200  # long winding paths, far past the post's 18 moves
+    lengths = [len(spanning_tree_maze(rng, 32, carve).solution) - 2 for _ in range(20)]
+    # long winding paths, far past the post's 18 moves; Kruskal's branch more, so shorter
+    assert max(lengths) >= (200 if carve == "backtracker" else 60)
     with pytest.raises(ValueError, match="at least 2"):
-        spanning_tree_maze(rng, 1)
+        spanning_tree_maze(rng, 1, carve)
+
+
+def test_mazes_with_loops_knock_through_a_share_of_the_walls_a_tree_leaves():
+    rng = np.random.default_rng(5)
+    rows, cols = 24, 30
+    walls_left = (rows * (cols - 1) + (rows - 1) * cols) - (rows * cols - 1)  # inner walls a tree keeps
+    for share in (0.0, 0.1, 1.0):
+        sample = spanning_tree_maze(rng, (rows, cols), loops=share)
+        layout = from_pixels(sample.maze)
+        ex = exits(layout.arms)
+        assert np.array_equal(ex, layout.arms)  # both sides of every knocked wall, never off the grid
+        knocked = ex.sum() // 2 - (rows * cols - 1)
+        assert abs(knocked - share * walls_left) <= 0.03 * walls_left
+        assert len(_reachable(ex, layout.start)) == rows * cols
+        assert check_solution(sample.maze, sample.solution).optimal  # BFS's path, loops or not
+    with pytest.raises(ValueError, match="carve must be one of"):
+        spanning_tree_maze(rng, 8, "prim")
+    with pytest.raises(ValueError, match="loops is a share"):
+        spanning_tree_maze(rng, 8, loops=1.5)
 
 
 def test_make_mazes_draws_either_kind_and_names_what_is_wrong():
@@ -881,6 +920,11 @@ def test_make_mazes_draws_either_kind_and_names_what_is_wrong():
     for maze in trees.mazes:  # every one a tree: one passage fewer than tiles
         assert exits(from_pixels(maze).arms).sum() // 2 == 35
     assert len(trees.keys()) == 20
+    for kind in ("kruskal", "loops"):  # the same tiles, other mazes
+        other = make_mazes(20, size=6, seed=2, kind=kind)
+        assert other.mazes.shape == trees.mazes.shape and not other.keys() & trees.keys()
+        passages = [exits(from_pixels(m).arms).sum() // 2 for m in other.mazes]
+        assert all(p == 35 for p in passages) if kind == "kruskal" else sum(passages) > 20 * 35
     with pytest.raises(ValueError, match="kind must be one of"):
         make_mazes(2, kind="spiral")
     with pytest.raises(ValueError, match=r"1\.\.8 \(tiles - 1\)"):

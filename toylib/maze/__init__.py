@@ -22,21 +22,21 @@ training`, and the config's names: `from toylib.maze.config import MazeConfig, P
 
 - `world.py`: tiles and pixels (`to_pixels`, `from_pixels`), moves (`exits`, `open_path`,
   `follow_moves`), the ground truth (`MazeState`, `shortest_path`, `check_solution`), the
-  post's generator (`random_maze`), a second one with no loops (`spanning_tree_maze`) and
-  `draw_maze`.
+  post's generator (`random_maze`), mazes with no loops or with a share of loops
+  (`spanning_tree_maze`, carved by `backtracker_arms` or `kruskal_arms`) and `draw_maze`.
 - `config.py`: one config per model, each with only what its model reads, on `BaseMazeConfig`
   (the widths and how to train): `MazeConfig` (the chapter's looped model), `FIRST` (its first
   version, before it was taught to search), `PostMazeConfig` (the post's model) and `POST`
   (its defaults: the post's model and recipe).
 - `dataset.py`: maze keys, `MazeSet`, the splits (`make_splits`; a config's: `for_config`) and
-  the mazes beyond them (`make_mazes`, of either kind); the tensor views the models read
+  the mazes beyond them (`make_mazes`, of every kind in `KINDS`); the tensor views the models read
   (`tile_view`, `connections`, `walk_tiles`, `invalid_last_move`, `solution_tensor`, ...).
 - `net.py`: what every maze model does (`Memory`, `MazeModel`), the chapter's `MazeNet` (taught
   every tile's way to the end, after every pass as far as the end's news has reached:
   `wave_targets`, and walking by it), the thresholds that stop its search (`SETTLED`, `QUIET`,
   `STILL`), and the loss (`maze_loss`).
 - `post.py`: the post's model, `PostMazeNet`.
-- `measure.py`: solving (`solve_greedy`), `token_accuracy`, `Scores` and `score` (training
+- `measure.py`: solving (`solve_greedy`; one maze alone, timed: `solve_timed`), `token_accuracy`, `Scores` and `score` (training
   validates by them), `no_causal_mask`, `length_table`, the chapter's targets (`beyond_sets`,
   `far_sets` for a model that searches, `maze_targets`, `measure`).
 - `training.py`: `build_model` (the model a config's class names), `train`, and the command line

@@ -52,7 +52,12 @@ class MazeSet:
         return {_key(m) for m in self.mazes}
 
 
-KINDS = ("post", "tree")  # the post's generator (`random_maze`), or mazes with no loops (`spanning_tree_maze`)
+# how each kind of maze is drawn: the post's generator (`random_maze`), or `spanning_tree_maze`'s
+# mazes with no loops (a depth-first search's, or Kruskal's), or a depth-first search's with a
+# tenth of the walls left standing knocked through
+TREE_KINDS = {"tree": dict(carve="backtracker"), "kruskal": dict(carve="kruskal"),
+              "loops": dict(carve="backtracker", loops=0.1)}
+KINDS = ("post", *TREE_KINDS)
 
 
 def _fill(n: int, rng: np.random.Generator, seen: set[bytes], size, path_lengths, p_arm, min_moves: int,
@@ -64,7 +69,7 @@ def _fill(n: int, rng: np.random.Generator, seen: set[bytes], size, path_lengths
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     draw = (lambda: random_maze(rng, size, path_lengths, p_arm)) if kind == "post" else (
-        lambda: spanning_tree_maze(rng, size))
+        lambda: spanning_tree_maze(rng, size, **TREE_KINDS[kind]))
     fresh = distinct(draw, key=lambda drawn: _key(drawn[0]),
                      seen=seen, max_draws=budget(n), keep=lambda drawn: len(drawn[1]) - 2 >= min_moves,
                      what=f"of {n} new {kind} mazes of size {size} with p_arm={p_arm} and min_moves={min_moves}")
@@ -104,8 +109,9 @@ def make_mazes(
     `min_moves` keeps only mazes whose solution has at least that many moves: at 8x8 with walks
     of 19 to 40 moves about 1 maze in 25 keeps 19 or more, at 5x5 almost none (and the draw
     gives up with a RuntimeError). Mazes whose key is in `exclude` (say
-    `splits["train"].keys()`) are skipped. kind="tree": mazes with no loops from
-    `spanning_tree_maze` instead (path_lengths and p_arm do not apply to them)."""
+    `splits["train"].keys()`) are skipped. kind="tree" or "kruskal": mazes with no loops from
+    `spanning_tree_maze` instead, "loops": the same with loops (path_lengths and p_arm do not
+    apply to these)."""
     lo, hi = check_lengths(path_lengths)
     # a walk of the post's is at most `hi` moves; a path through a tree visits each tile at most once
     longest, what = (hi, "the longest walk") if kind == "post" else (int(np.prod(grid_shape(size))) - 1, "tiles - 1")

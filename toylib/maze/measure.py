@@ -61,6 +61,35 @@ def solve_greedy(model: MazeModel, mazes, iterations: int | None = None, batch_s
     return solutions[0] if one else solutions
 
 
+@dataclasses.dataclass(frozen=True)
+class Solve:
+    """One maze solved alone, timed: what `solve_timed` gives."""
+
+    moves: list[int]  # START, the moves, STOP (as `solve_greedy` gives them)
+    passes: int  # the encoder's passes (-1 for an encoder that does not loop)
+    encode_s: float  # seconds from pixels to the memory
+    decode_s: float  # seconds from the memory to STOP (or the first move into a wall)
+
+
+def solve_timed(model: MazeModel, maze) -> Solve:
+    """`solve_greedy` of one maze (pixels (R*TILE, C*TILE)), with the encoder's and the
+    decoder's seconds apart: what solving costs a reader who draws one maze."""
+    seen = {}
+
+    def run(m: MazeModel, x: torch.Tensor) -> torch.Tensor:
+        t0 = time.perf_counter()
+        memory = m.encode(x, keep=False)
+        # reading the count waits for the encoder, wherever it runs
+        seen["passes"] = -1 if memory.passes is None else int(memory.passes[0])
+        t1 = time.perf_counter()
+        row = _greedy(m, x, None, memory)  # ends on the host: it stops at STOP
+        seen["encode"], seen["decode"] = t1 - t0, time.perf_counter() - t1
+        return row
+
+    row = infer(model, check_pixels(maze)[None], batch_size=1, run=run)[0]
+    return Solve(row[row != PAD].tolist(), seen["passes"], seen["encode"], seen["decode"])
+
+
 def token_accuracy(model: MazeModel, mazes: MazeSet, iterations: int | None = None, batch_size: int = 250,
                    count_padding: bool = False) -> float:
     """Teacher-forced: the share of the solutions' real tokens (moves and STOP, never padding)

@@ -364,15 +364,39 @@ def random_maze(
     return Sample(to_pixels(*layout), [START, *moves, STOP])
 
 
-def spanning_tree_maze(rng: np.random.Generator, size: int | tuple[int, int] = 8) -> Sample:
-    """One maze with no loops, every draw from `rng`: a random depth-first search carves the
-    passages (from a random tile, step to a random unvisited neighbour, opening the passage;
-    back up when there is none), so the passages form a spanning tree of the grid: every
-    tile is reachable and one path joins any two. Then a start and an end, two distinct
-    random tiles; the solution is that one path. Nothing here is the post's: a second kind of
-    maze to test on, with long winding corridors and dead ends everywhere (at 32x32 the path
-    is often hundreds of moves)."""
-    rows, cols = shape = grid_shape(size)
+def spanning_tree_maze(rng: np.random.Generator, size: int | tuple[int, int] = 8,
+                       carve: str = "backtracker", loops: float = 0.0) -> Sample:
+    """One maze with no loops (or with `loops`), every draw from `rng`: passages that form a
+    spanning tree of the grid, so that every tile is reachable and one path joins any two; then
+    a start and an end, two distinct random tiles, and a shortest path between them. Nothing
+    here is the post's: other kinds of maze to test on. `carve` is how the tree is drawn:
+    - "backtracker": a random depth-first search (from a random tile, step to a random
+      unvisited neighbour, opening the passage; back up when there is none): long winding
+      corridors, few branch points (at 32x32 the path is often hundreds of moves);
+    - "kruskal": Kruskal's algorithm (`kruskal_arms`): many short dead ends.
+    `loops`: the share of the walls between tiles left standing by the tree that are knocked
+    through afterwards, each by a draw of its own: 0.1 makes about one loop per ten tiles."""
+    shape = grid_shape(size)
+    if carve not in CARVERS:
+        raise ValueError(f"carve must be one of {tuple(CARVERS)}, got {carve!r}")
+    if not 0.0 <= loops <= 1.0:
+        raise ValueError(f"loops is a share of the walls, from 0 to 1, got {loops}")
+    arms = CARVERS[carve](rng, shape)  # (R, C, 4)
+    if loops:
+        # a wall between two tiles is arm DOWN or RIGHT of the tile above or to its left
+        for k, (dr, dc) in ((1, (0, 1)), (2, (1, 0))):
+            inner = arms[:shape[0] - dr, :shape[1] - dc]  # tiles with a neighbour that way
+            knock = ~inner[..., k] & (rng.random(inner.shape[:2]) < loops)
+            inner[..., k] |= knock
+            arms[dr:, dc:, (k + 2) % 4] |= knock  # the arm facing it
+    start, end = (divmod(int(t), shape[1]) for t in rng.choice(shape[0] * shape[1], 2, replace=False))
+    layout = Layout(arms, start, end)
+    return Sample(to_pixels(*layout), [START, *shortest_path(layout), STOP])
+
+
+def backtracker_arms(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """(R, C, 4) arms of a spanning tree carved by a random depth-first search."""
+    rows, cols = shape
     arms = np.zeros((*shape, 4), bool)  # (R, C, 4)
     tile = (int(rng.integers(rows)), int(rng.integers(cols)))
     visited, stack = {tile}, [tile]
@@ -387,9 +411,37 @@ def spanning_tree_maze(rng: np.random.Generator, size: int | tuple[int, int] = 8
         arms[r, c, k] = arms[(*nxt, (k + 2) % 4)] = True  # arm k and the one facing it
         visited.add(nxt)
         stack.append(nxt)
-    start, end = (divmod(int(t), cols) for t in rng.choice(rows * cols, 2, replace=False))
-    layout = Layout(arms, start, end)
-    return Sample(to_pixels(*layout), [START, *shortest_path(layout), STOP])
+    return arms
+
+
+def kruskal_arms(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """(R, C, 4) arms of a spanning tree by Kruskal's algorithm: every wall between two tiles,
+    in a random order, comes down when the tiles on its two sides are not yet joined (a
+    union-find keeps which tiles are)."""
+    rows, cols = shape
+    arms = np.zeros((*shape, 4), bool)  # (R, C, 4)
+    tiles = np.arange(rows * cols).reshape(shape)
+    # each wall as (tile, tile beyond it, arm k of the first): RIGHT (k=1), then DOWN (k=2)
+    walls = [(a, b, 1) for a, b in zip(tiles[:, :-1].ravel(), tiles[:, 1:].ravel())]
+    walls += [(a, b, 2) for a, b in zip(tiles[:-1].ravel(), tiles[1:].ravel())]
+    parent = list(range(rows * cols))
+
+    def root(t: int) -> int:
+        while parent[t] != t:
+            parent[t] = parent[parent[t]]  # halve the path on the way up
+            t = parent[t]
+        return t
+
+    for i in rng.permutation(len(walls)):
+        a, b, k = walls[i]
+        ra, rb = root(int(a)), root(int(b))
+        if ra != rb:
+            parent[ra] = rb
+            arms[(*divmod(int(a), cols), k)] = arms[(*divmod(int(b), cols), (k + 2) % 4)] = True
+    return arms
+
+
+CARVERS = {"backtracker": backtracker_arms, "kruskal": kruskal_arms}
 
 
 # The start is cyan as in the post; the end is red rather than the post's black, which is hard

@@ -1,0 +1,135 @@
+"""How far past its training size the maze model solves, and what one solve costs.
+
+    python benchmarks/maze_large.py --profile ordinary     # seeds 0 to 9, 256x256 on seed 0
+    python benchmarks/maze_large.py --seeds 5 --first-seed 5 --out /tmp/b   # part of the seeds
+    python benchmarks/maze_large.py --merge A.json B.json  # one file of the parts
+    python benchmarks/maze_large.py --big-seeds 3          # 256x256 on seeds 0 to 2
+
+For each seed, the chapter's model is trained on 5x5 mazes as the chapter trains it
+(`MazeConfig`, that seed), then solves mazes of 32x32, 64x64 and 128x128 tiles of three kinds
+(`KINDS`), and 256x256 ones on the first `--big-seeds` seeds: each maze alone, greedily, on one
+CPU thread, every move checked against BFS. The same mazes for every seed, drawn from seeds of
+their own. A seed meets its targets when every one of its mazes is solved by a shortest path;
+the rows on time (the slowest loop-free maze of each size against 2 s, 10 s and a minute) are
+the machine's. The result file is `benchmarks/results/maze-large-<path>.json`.
+
+Seed 0's solves are the cost curve, also from 8x8 and 16x16 mazes: tiles, path length,
+encoder passes, and the encoder's and the decoder's seconds, per maze, in the study
+`maze-cost-<path>.json`. The file of the seeds keeps seed 0's walk through the first
+256x256 maze ("walk"), which the chapter draws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from toylib import results
+from toylib.device import PROFILES, profile_env, setup
+from toylib.maze import dataset, measure, training
+from toylib.maze.config import MazeConfig
+from toylib.maze.world import check_solution
+from toylib.targets import share_target, time_target
+
+# what each kind is called in the tables (dataset.TREE_KINDS draws them)
+KINDS = {"tree": "no loops, depth-first", "kruskal": "no loops, Kruskal's", "loops": "with loops"}
+COUNTS = {32: 10, 64: 4, 128: 1, 256: 1}  # mazes of each kind per size, per seed
+CURVE = {8: 10, 16: 10}  # smaller mazes for the cost curve, seed 0 only
+BIG = 256  # solved on the first --big-seeds seeds only
+LIMITS = {64: 2.0, 128: 10.0, 256: 60.0}  # seconds for one loop-free maze, from pixels to STOP
+MAZE_SEED = 20  # + the size: the mazes' own seeds, apart from the chapter's (1) and training's
+COST_HEADER = ("size", "kind", "tiles", "path", "passes", "encode s", "decode s", "solved by a shortest path")
+
+
+def mazes(size: int, n: int) -> dict[str, dataset.MazeSet]:
+    """`n` mazes of each kind at size x size, the same for every seed and run."""
+    return {kind: dataset.make_mazes(n, size=size, seed=MAZE_SEED + size, kind=kind) for kind in KINDS}
+
+
+def judge(model, size: int, n: int, cost: list | None) -> tuple[list, list[int]]:
+    """Solve `n` mazes of each kind at `size`, alone: the seed's targets at this size, and
+    the first tree maze's walk. Appends a row per maze to `cost` (when given)."""
+    targets, walk, slowest = [], [], 0.0
+    for kind, s in mazes(size, n).items():
+        right = 0
+        for i, maze in enumerate(s.mazes):
+            solve = measure.solve_timed(model, maze)
+            check = check_solution(maze, solve.moves)
+            right += check.optimal
+            if kind == "tree":
+                slowest = max(slowest, solve.encode_s + solve.decode_s)
+                walk = walk or solve.moves
+            if cost is not None:
+                cost.append((size, kind, size * size, check.shortest, solve.passes, f"{solve.encode_s:.3f}",
+                             f"{solve.decode_s:.3f}", "yes" if check.optimal else "no"))
+        targets.append(share_target(f"solved by a shortest path, {len(s.mazes)} {size}x{size} "
+                                    f"({KINDS[kind]})", right / len(s.mazes), 1.0))
+    if size in LIMITS:
+        targets.append(time_target(slowest, LIMITS[size], f"one {size}x{size} maze with no loops, "
+                                                          f"pixels to STOP (the slowest)"))
+    return targets, walk
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--big-seeds", type=int, default=1, help=f"how many seeds, from seed 0, solve {BIG}x{BIG} mazes")
+    p.add_argument("--profile", choices=PROFILES, help="a CPU profile: the kernels of PyTorch, oneDNN and MKL")
+    p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result files go")
+    p.add_argument("--merge", nargs="+", type=Path, metavar="FILE",
+                   help="write one result file of these runs' seeds into --out, and stop")
+    args = p.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    script = "python benchmarks/maze_large.py"
+    if args.merge:
+        parts = sorted((results.load(path) for path in args.merge), key=lambda r: r["seeds"][0]["seed"])
+        words = results.without(parts[0]["command"].split()[2:], ("--first-seed", "--seeds"))
+        record = {**results.merge(parts, " ".join([script, *words])), "walk": parts[0].get("walk")}
+        results.write(record, args.out / results.file_name(record))
+        print(f"{len(record['seeds'])} seeds written to {args.out / results.file_name(record)}")
+        return record
+    want = profile_env(args.profile) if args.profile else {}
+    if any(os.environ.get(k) != v for k, v in want.items()):
+        os.execve(sys.executable, [sys.executable, __file__, *words], {**os.environ, **want})
+    device = setup(threads=1, prefer="cpu")  # solving alone on one thread: what the targets name
+    record = results.start("maze", device, profile=args.profile, preset="large",
+                           command=" ".join([script, *results.without(words, ["--out"])]))
+    path = args.out / results.file_name(record)
+    t0 = time.perf_counter()
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        config = MazeConfig(seed=seed)
+        model, history = training.train(config, dataset.for_config(config), device=device, progress=False)
+        first = seed == 0  # the cost curve's model
+        cost = [] if first else None
+        targets = []
+        for size, n in ({**CURVE, **COUNTS} if first else COUNTS).items():
+            if size == BIG and seed >= args.big_seeds:
+                continue
+            judged, walk = judge(model, size, n, cost)
+            targets += judged if size in COUNTS else []
+            if size == BIG and first:  # the maze the chapter draws
+                record["walk"] = {"seed": seed, "size": size, "maze_seed": MAZE_SEED + size,
+                                  "moves": "".join(map(str, walk))}
+        results.add_seed(record, seed, history.seconds, targets)
+        results.write(record, path)
+        if cost:
+            again = [*results.without(words, ("--seeds", "--first-seed", "--big-seeds")), "--seeds", "1"]
+            study = results.save_study("maze-cost", COST_HEADER, cost, script="maze_large.py",
+                                       words=again, profile=args.profile, out=args.out)
+            print(f"the cost curve, seed {seed}: {study}")
+        right = sum(t.met is not False for t in targets if not t.machine)
+        print(f"seed {seed}: trained in {history.seconds:.0f} s; {right} of "
+              f"{sum(not t.machine for t in targets)} sets solved by a shortest path; "
+              + "; ".join(f"{t.measure}: {t.measured}" for t in targets if t.machine), flush=True)
+    print(f"written to {path}; the benchmark took {time.perf_counter() - t0:.0f} s")
+    return record
+
+
+if __name__ == "__main__":
+    main()
