@@ -13,9 +13,9 @@ their own. A seed meets its targets when every one of its mazes is solved by a s
 the rows on time (the slowest loop-free maze of each size against 2 s, 10 s and a minute) are
 the machine's. The result file is `benchmarks/results/maze-large-<path>.json`.
 
-Seed 0's solves are the cost curve, also from 8x8 and 16x16 mazes: tiles, path length,
-encoder passes, and the encoder's and the decoder's seconds, per maze, in the study
-`maze-cost-<path>.json`. The file of the seeds keeps seed 0's walk through the first
+Seed 0's solves are the cost curve, also from 8x8 and 16x16 mazes: per size and kind, the
+mean path length, encoder passes, and the encoder's and the decoder's seconds, and the slowest
+maze, in the study `maze-cost-<path>.json`. The file of the seeds keeps seed 0's walk through the first
 256x256 maze ("walk"), which the chapter draws.
 """
 
@@ -43,7 +43,8 @@ CURVE = {8: 10, 16: 10}  # smaller mazes for the cost curve, seed 0 only
 BIG = 256  # solved on the first --big-seeds seeds only
 LIMITS = {64: 2.0, 128: 10.0, 256: 60.0}  # seconds for one loop-free maze, from pixels to STOP
 MAZE_SEED = 20  # + the size: the mazes' own seeds, apart from the chapter's (1) and training's
-COST_HEADER = ("size", "kind", "tiles", "path", "passes", "encode s", "decode s", "solved by a shortest path")
+COST_HEADER = ("size", "kind", "mazes", "path (moves)", "encoder passes", "encoder (s)", "decoder (s)", "slowest (s)",
+               "by a shortest path")  # the means over the mazes, but the slowest
 
 
 def mazes(size: int, n: int) -> dict[str, dataset.MazeSet]:
@@ -53,24 +54,26 @@ def mazes(size: int, n: int) -> dict[str, dataset.MazeSet]:
 
 def judge(model, size: int, n: int, cost: list | None) -> tuple[list, list[int]]:
     """Solve `n` mazes of each kind at `size`, alone: the seed's targets at this size, and
-    the first tree maze's walk. Appends a row per maze to `cost` (when given)."""
-    targets, walk, slowest = [], [], 0.0
+    the first loop-free (depth-first) maze's walk. Appends a row per kind to `cost` (when
+    given): the mean path length, encoder passes, and seconds of the encoder and the
+    decoder, and the slowest maze's seconds."""
+    targets, walk = [], []
+    slowest = {}
     for kind, s in mazes(size, n).items():
-        right = 0
-        for i, maze in enumerate(s.mazes):
-            solve = measure.solve_timed(model, maze)
-            check = check_solution(maze, solve.moves)
-            right += check.optimal
-            if kind == "tree":
-                slowest = max(slowest, solve.encode_s + solve.decode_s)
-                walk = walk or solve.moves
-            if cost is not None:
-                cost.append((size, kind, size * size, check.shortest, solve.passes, f"{solve.encode_s:.3f}",
-                             f"{solve.decode_s:.3f}", "yes" if check.optimal else "no"))
+        solves = [measure.solve_timed(model, maze) for maze in s.mazes]
+        checks = [check_solution(maze, solve.moves) for maze, solve in zip(s.mazes, solves)]
+        right = sum(c.optimal for c in checks)
+        slowest[kind] = max(solve.encode_s + solve.decode_s for solve in solves)
+        walk = walk or solves[0].moves
+        if cost is not None:
+            means = [np.mean(xs) for xs in ([c.shortest for c in checks], [x.passes for x in solves],
+                                            [x.encode_s for x in solves], [x.decode_s for x in solves])]
+            cost.append((f"{size}x{size}", KINDS[kind], len(solves), *(f"{m:,.0f}" for m in means[:2]),
+                         *(f"{m:.3g}" for m in [*means[2:], slowest[kind]]), f"{right} of {len(solves)}"))
         targets.append(share_target(f"solved by a shortest path, {len(s.mazes)} {size}x{size} "
                                     f"({KINDS[kind]})", right / len(s.mazes), 1.0))
     if size in LIMITS:
-        targets.append(time_target(slowest, LIMITS[size], f"one {size}x{size} maze with no loops, "
+        targets.append(time_target(slowest["tree"], LIMITS[size], f"one {size}x{size} maze with no loops, "
                                                           f"pixels to STOP (the slowest)"))
     return targets, walk
 
