@@ -7,16 +7,17 @@
 
 For each seed, the chapter's model is trained on 5x5 mazes as the chapter trains it
 (`MazeConfig`, that seed), then solves mazes of 32x32, 64x64 and 128x128 tiles of three kinds
-(`KINDS`), and 256x256 ones on the first `--big-seeds` seeds: each maze alone, greedily, on one
-CPU thread, every move checked against BFS. The same mazes for every seed, drawn from seeds of
-their own. A seed meets its targets when every one of its mazes is solved by a shortest path;
+(`measure.LARGE_KINDS`), and 256x256 ones on the first `--big-seeds` seeds: each maze alone,
+greedily, on one CPU thread, every move checked against BFS. The same mazes for every seed
+(`measure.large_mazes`). A seed meets its targets when every one of its mazes is solved by a shortest path;
 the rows on time (the slowest loop-free maze of each size against 2 s, 10 s and a minute) are
 the machine's. The result file is `benchmarks/results/maze-large-<path>.json`.
 
 Seed 0's solves are the cost curve, also from 8x8 and 16x16 mazes: per size and kind, the
 mean path length, encoder passes, and the encoder's and the decoder's seconds, and the slowest
-maze, in the study `maze-cost-<path>.json`. The file of the seeds keeps seed 0's walk through the first
-256x256 maze ("walk"), which the chapter draws.
+maze, in the study `maze-cost-<path>.json`. The file of the seeds keeps seed 0's walk through
+the first 256x256 maze ("walk": the move ids, START 5 to STOP 0, as digits), to draw without
+a model.
 """
 
 from __future__ import annotations
@@ -36,20 +37,13 @@ from toylib.maze.config import MazeConfig
 from toylib.maze.world import check_solution
 from toylib.targets import share_target, time_target
 
-# what each kind is called in the tables (dataset.TREE_KINDS draws them)
-KINDS = {"tree": "no loops, depth-first", "kruskal": "no loops, Kruskal's", "loops": "with loops"}
+KINDS = measure.LARGE_KINDS  # what each kind is called in the tables (dataset.TREE_KINDS draws them)
 COUNTS = {32: 10, 64: 4, 128: 1, 256: 1}  # mazes of each kind per size, per seed
 CURVE = {8: 10, 16: 10}  # smaller mazes for the cost curve, seed 0 only
 BIG = 256  # solved on the first --big-seeds seeds only
 LIMITS = {64: 2.0, 128: 10.0, 256: 60.0}  # seconds for one loop-free maze, from pixels to STOP
-MAZE_SEED = 20  # + the size: the mazes' own seeds, apart from the chapter's (1) and training's
 COST_HEADER = ("size", "kind", "mazes", "path (moves)", "encoder passes", "encoder (s)", "decoder (s)", "slowest (s)",
                "by a shortest path")  # the means over the mazes, but the slowest
-
-
-def mazes(size: int, n: int) -> dict[str, dataset.MazeSet]:
-    """`n` mazes of each kind at size x size, the same for every seed and run."""
-    return {kind: dataset.make_mazes(n, size=size, seed=MAZE_SEED + size, kind=kind) for kind in KINDS}
 
 
 def judge(model, size: int, n: int, cost: list | None) -> tuple[list, list[int]]:
@@ -59,7 +53,8 @@ def judge(model, size: int, n: int, cost: list | None) -> tuple[list, list[int]]
     decoder, and the slowest maze's seconds."""
     targets, walk = [], []
     slowest = {}
-    for kind, s in mazes(size, n).items():
+    for kind in KINDS:
+        s = measure.large_mazes(size, n, kind)  # the same for every seed and run
         solves = [measure.solve_timed(model, maze) for maze in s.mazes]
         checks = [check_solution(maze, solve.moves) for maze, solve in zip(s.mazes, solves)]
         right = sum(c.optimal for c in checks)
@@ -104,6 +99,10 @@ def main(argv: list[str] | None = None) -> dict:
     record = results.start("maze", device, profile=args.profile, preset="large",
                            command=" ".join([script, *results.without(words, ["--out"])]))
     path = args.out / results.file_name(record)
+    # the cost curve's record, begun now: the commit and the state of the checkout the run started from
+    again = [*results.without(words, ("--seeds", "--first-seed", "--big-seeds", "--out")), "--seeds", "1"]
+    study = results.start_study("maze-cost", device, COST_HEADER, profile=args.profile,
+                                command=" ".join([script, *again]))
     t0 = time.perf_counter()
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         config = MazeConfig(seed=seed)
@@ -117,15 +116,14 @@ def main(argv: list[str] | None = None) -> dict:
             judged, walk = judge(model, size, n, cost)
             targets += judged if size in COUNTS else []
             if size == BIG and first:  # the maze the chapter draws
-                record["walk"] = {"seed": seed, "size": size, "maze_seed": MAZE_SEED + size,
+                record["walk"] = {"seed": seed, "size": size, "maze_seed": 20 + size,
                                   "moves": "".join(map(str, walk))}
         results.add_seed(record, seed, history.seconds, targets)
         results.write(record, path)
         if cost:
-            again = [*results.without(words, ("--seeds", "--first-seed", "--big-seeds")), "--seeds", "1"]
-            study = results.save_study("maze-cost", COST_HEADER, cost, script="maze_large.py",
-                                       words=again, profile=args.profile, out=args.out)
-            print(f"the cost curve, seed {seed}: {study}")
+            study["rows"] = [[str(c) for c in row] for row in cost]
+            results.write(study, args.out / results.file_name(study))
+            print(f"the cost curve, seed {seed}: {args.out / results.file_name(study)}")
         right = sum(t.met is not False for t in targets if not t.machine)
         print(f"seed {seed}: trained in {history.seconds:.0f} s; {right} of "
               f"{sum(not t.machine for t in targets)} sets solved by a shortest path; "

@@ -55,7 +55,8 @@
       }
       return result;
     },
-    // walk the stored maze; close the first open passage and walk again; walk a new 8x8 maze
+    // walk the stored maze; close the first open passage and walk again; walk a new 8x8 maze,
+    // and a new maze of the largest size offered
     maze(el) {
       const walks = [];
       const solve = () => {
@@ -67,7 +68,11 @@
       click(el.querySelector("[data-mode=passage]"));
       click(el.querySelector(".toy-edge.toy-open"));
       solve();
-      el.querySelector("[data-role=size]").value = "8";
+      const size = el.querySelector("[data-role=size]");
+      size.value = "8";
+      click(el.querySelector("[data-role=new]"));
+      solve();
+      size.value = size.options[size.options.length - 1].value;
       click(el.querySelector("[data-role=new]"));
       solve();
       click(el.querySelector("[data-role=reset]"));

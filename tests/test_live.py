@@ -326,7 +326,9 @@ def test_the_maze_page_walks_as_the_trained_model_and_bfs_do(tmp_path):
     rng = np.random.default_rng(11)
     first = [maze_world.random_maze(rng).maze for _ in range(400)]  # the first step of 400 mazes
     walked = ([maze_world.random_maze(rng).maze for _ in range(30)]
-              + [maze_world.spanning_tree_maze(rng, n).maze for n in (5, 6, 7, 8) for _ in range(3)])
+              + [maze_world.spanning_tree_maze(rng, n).maze for n in (5, 6, 7, 8) for _ in range(3)]
+              + [maze_world.spanning_tree_maze(rng, 32, carve, loops).maze  # the largest a reader can draw
+                 for carve, loops in (("backtracker", 0.0), ("kruskal", 0.0), ("backtracker", 0.1))])
     got = node("const M = require(toylib + '/maze/live.js'); const m = job.model; m.weights = ToyNN.load(m.weights);"
                "result = {first: job.first.map(z => Array.from(M.decode(m, M.encode(m, z), [M.START]).logits)),"
                " walked: job.walked.map(z => [M.solve(m, z), M.shortestPath(z)])};",
@@ -460,7 +462,7 @@ def test_the_stored_maze_board_walks_as_the_model_does_after_edits(tmp_path):
     result = check_live_pages.play(stored_page(tmp_path, "maze"))
     assert result["errors"] == []
     board = result["boards"][0]
-    assert len(board["walks"]) == 3 and board["walks"][2]["maze"]["rows"] == 8
+    assert len(board["walks"]) == 4 and [w["maze"]["rows"] for w in board["walks"][2:]] == [8, 32]
     for walk in board["walks"]:
         m = walk["maze"]
         pixels = maze_world.to_pixels(np.array(m["arms"]), m["start"], m["end"])

@@ -11,6 +11,7 @@
   const NAMES = ["STOP", "UP", "RIGHT", "DOWN", "LEFT", "START"];
   const DIRECTIONS = [UP, RIGHT, DOWN, LEFT]; // arm k points towards DIRECTIONS[k]
   const STEP = { [UP]: [-1, 0], [RIGHT]: [0, 1], [DOWN]: [1, 0], [LEFT]: [0, -1] };
+  const SIZES = [5, 6, 7, 8, 9, 10, 12, 16, 24, 32]; // a new maze's tiles a side: the training size to 32x32
   const ARM_PIXELS = [[[0, 1], [CENTRE]], [[CENTRE], [3, 4]], [[3, 4], [CENTRE]], [[CENTRE], [0, 1]]]; // rows, cols
 
   // ------------------------------------------------------------------ the world (world.py)
@@ -74,7 +75,9 @@
   // the passes stop once one moves no number by more than `settled`, or once the way head
   // (if the weights have one) has named the same way on every tile for `quiet` passes. With a
   // way head, a tile takes a pass only while it or a neighbour it connects to moved by more
-  // than `still` in the pass before (net.py's STILL): where nothing moves, states stay put.
+  // than `still` in the pass before (net.py's STILL): where nothing moves, states stay put, so
+  // a pass computes the tiles that take it and the neighbours they read, not the whole maze
+  // (MazeNet.settle_woken), and a 32x32 maze costs as its moving front.
   function encode(model, m, iterations) {
     const w = model.weights, d = model.d_model, H = model.n_heads, dh = d / H, n = m.rows * m.cols, ex = exits(m);
     const onehot = new Float64Array(n * TILE * TILE * 4);
@@ -84,129 +87,167 @@
         for (let i = 0; i < TILE; i++) for (let j = 0; j < TILE; j++) onehot[(r * m.cols + c) * 100 + (i * TILE + j) * 4 + p[i][j]] = 1;
       }
     const tile = nn.linear(onehot, n, w["tile_embed.weight"], w["tile_embed.bias"]);
-    // keys[h][t]: the neighbour head h reads from tile t, or -1 where the two do not connect
-    const keys = [...Array(H)].map((_, h) => [...Array(n)].map((_, t) => {
-      const r = Math.floor(t / m.cols), c = t % m.cols, k = h % 4, [dr, dc] = STEP[DIRECTIONS[k]];
+    // beside[k][t]: tile t's neighbour along DIRECTIONS[k], or -1 where the two do not connect;
+    // head h reads the one along DIRECTIONS[h % 4]
+    const beside = [0, 1, 2, 3].map((k) => [...Array(n)].map((_, t) => {
+      const r = Math.floor(t / m.cols), c = t % m.cols, [dr, dc] = STEP[DIRECTIONS[k]];
       return ex[r][c][k] ? (r + dr) * m.cols + c + dc : -1;
     }));
+    const keys = [...Array(H)].map((_, h) => beside[h % 4]);
     const look = w["look"].data, L = (name) => w["step." + name];
-    let x = new Float64Array(n * d);
+    const x = new Float64Array(n * d);
     const squash = model.squash || 0, settle = !iterations && squash > 0, head = w["way_head.weight"];
-    const ln = (y) => nn.layerNorm(y, n, d, w["ln_memory.weight"], w["ln_memory.bias"]);
-    let ways = null, quiet = 0; // each tile's way to the end (the way head's), and passes it has held
-    const search = settle && head; // how far each tile's state moved in the last pass
-    let moved = new Float64Array(n).fill(Infinity);
+    const search = settle && head;
+    const ways = new Int32Array(n).fill(-1); // each tile's way to the end so far (the way head's)
+    let quiet = 0, moved = new Float64Array(n).fill(Infinity); // passes the ways have held; how far each tile moved
+    const every = [...Array(n).keys()], place = new Int32Array(n);
     for (let it = 0; it < (iterations || n + (model.extra_passes || 0)); it++) {
-      const y = x.map((v, i) => v + tile[i]);
-      const h0 = nn.layerNorm(y, n, d, L("ln_attn.weight"), L("ln_attn.bias"));
-      const q = nn.linear(h0, n, L("attn.W_Q.weight"), L("attn.W_Q.bias"));
-      const kk = nn.linear(h0, n, L("attn.W_K.weight"), L("attn.W_K.bias"));
-      const v = nn.linear(h0, n, L("attn.W_V.weight"), L("attn.W_V.bias"));
-      const z = new Float64Array(n * d);
+      const woke = (t) => moved[t] > model.still;
+      const woken = !search ? every : every.filter((t) => woke(t) || beside.some((row) => row[t] >= 0 && woke(row[t])));
+      // the rows this pass computes: the woken tiles first, then the neighbours they read
+      const rows = woken.slice();
+      place.fill(-1);
+      woken.forEach((t, i) => { place[t] = i; });
+      for (const t of woken) for (let h = 0; h < H; h++) {
+        const j = keys[h][t];
+        if (j >= 0 && place[j] < 0) { place[j] = rows.length; rows.push(j); }
+      }
+      const nw = woken.length, nr = rows.length, y = new Float64Array(nr * d);
+      rows.forEach((t, i) => { for (let c = 0; c < d; c++) y[i * d + c] = x[t * d + c] + tile[t * d + c]; });
+      const h0 = nn.layerNorm(y, nr, d, L("ln_attn.weight"), L("ln_attn.bias"));
+      const q = nn.linear(h0, nw, L("attn.W_Q.weight"), L("attn.W_Q.bias"));
+      const kk = nn.linear(h0, nr, L("attn.W_K.weight"), L("attn.W_K.bias"));
+      const v = nn.linear(h0, nr, L("attn.W_V.weight"), L("attn.W_V.bias"));
+      const z = new Float64Array(nw * d);
       for (let h = 0; h < H; h++)
-        for (let t = 0; t < n; t++) {
-          const score = (j) => { let s = 0; for (let c = 0; c < dh; c++) s += q[t * d + h * dh + c] * kk[j * d + h * dh + c]; return s / Math.sqrt(dh); };
-          const self = score(t) + look[2 * h], j = keys[h][t];
+        for (let i = 0; i < nw; i++) {
+          const score = (j) => { let s = 0; for (let c = 0; c < dh; c++) s += q[i * d + h * dh + c] * kk[j * d + h * dh + c]; return s / Math.sqrt(dh); };
+          const self = score(i) + look[2 * h], j = keys[h][woken[i]] < 0 ? -1 : place[keys[h][woken[i]]];
           const other = j < 0 ? -Infinity : score(j) + look[2 * h + 1];
           const top = Math.max(self, other), a = Math.exp(self - top), b = j < 0 ? 0 : Math.exp(other - top);
           for (let c = 0; c < dh; c++)
-            z[t * d + h * dh + c] = (a * v[t * d + h * dh + c] + (j < 0 ? 0 : b * v[j * d + h * dh + c])) / (a + b);
+            z[i * d + h * dh + c] = (a * v[i * d + h * dh + c] + (j < 0 ? 0 : b * v[j * d + h * dh + c])) / (a + b);
         }
-      const attn = nn.linear(z, n, L("attn.W_O.weight"), L("attn.W_O.bias"));
-      const y1 = y.map((val, i) => val + attn[i]);
-      const hidden = nn.linear(nn.layerNorm(y1, n, d, L("ln_mlp.weight"), L("ln_mlp.bias")), n, L("mlp.0.weight"), L("mlp.0.bias")).map(nn.gelu);
-      const mlp = nn.linear(hidden, n, L("mlp.2.weight"), L("mlp.2.bias"));
-      // "recall": the tile is added afresh each pass
-      let next = y1.map((val, i) => val + mlp[i] - tile[i]);
-      if (squash) next = next.map((val) => squash * Math.tanh(val / squash));
-      if (search) {
-        const woke = (t) => moved[t] > model.still;
-        const woken = [...Array(n)].map((_, t) => {
-          const r = Math.floor(t / m.cols), c = t % m.cols;
-          return woke(t) || [0, 1, 2, 3].some((k) => ex[r][c][k] && woke((r + STEP[DIRECTIONS[k]][0]) * m.cols + c + STEP[DIRECTIONS[k]][1]));
-        });
-        moved = moved.map((_, t) => {
-          let most = 0;
-          for (let i = t * d; i < (t + 1) * d; i++) {
-            if (!woken[t]) next[i] = x[i];
-            most = Math.max(most, Math.abs(next[i] - x[i]));
-          }
-          return most;
-        });
-      }
+      const attn = nn.linear(z, nw, L("attn.W_O.weight"), L("attn.W_O.bias"));
+      const y1 = y.subarray(0, nw * d).map((val, i) => val + attn[i]);
+      const hidden = nn.linear(nn.layerNorm(y1, nw, d, L("ln_mlp.weight"), L("ln_mlp.bias")), nw, L("mlp.0.weight"), L("mlp.0.bias")).map(nn.gelu);
+      const mlp = nn.linear(hidden, nw, L("mlp.2.weight"), L("mlp.2.bias"));
+      // "recall": the tile is added afresh each pass; a tile that sleeps keeps its state (moved 0)
       let most = 0;
-      for (let i = 0; i < n * d; i++) most = Math.max(most, Math.abs(next[i] - x[i]));
-      x = next;
-      if (settle && head) {
-        const logits = nn.linear(ln(x), n, head, w["way_head.bias"]), k = logits.length / n;
-        const now = [...Array(n)].map((_, t) => nn.argmax(Array.from(logits.subarray(t * k, (t + 1) * k))));
-        quiet = ways && now.every((v, t) => v === ways[t]) ? quiet + 1 : 0;
-        ways = now;
+      moved = new Float64Array(n);
+      woken.forEach((t, i) => {
+        for (let c = 0; c < d; c++) {
+          let val = y1[i * d + c] + mlp[i * d + c] - tile[t * d + c];
+          if (squash) val = squash * Math.tanh(val / squash);
+          moved[t] = Math.max(moved[t], Math.abs(val - x[t * d + c]));
+          x[t * d + c] = val;
+        }
+        most = Math.max(most, moved[t]);
+      });
+      if (settle && head) { // only the woken tiles can have turned
+        const states = new Float64Array(nw * d);
+        woken.forEach((t, i) => states.set(x.subarray(t * d, (t + 1) * d), i * d));
+        const logits = nn.linear(nn.layerNorm(states, nw, d, w["ln_memory.weight"], w["ln_memory.bias"]), nw, head, w["way_head.bias"]);
+        const k = logits.length / Math.max(nw, 1);
+        let held = it > 0;
+        woken.forEach((t, i) => {
+          const way = nn.argmax(Array.from(logits.subarray(i * k, (i + 1) * k)));
+          if (way !== ways[t]) held = false;
+          ways[t] = way;
+        });
+        quiet = held ? quiet + 1 : 0;
       }
       if (settle && (most <= model.settled || quiet >= model.quiet)) break;
     }
-    return { states: ln(x), rows: m.rows, cols: m.cols, start: m.start };
+    return { states: nn.layerNorm(x, n, d, w["ln_memory.weight"], w["ln_memory.bias"]), rows: m.rows, cols: m.cols, start: m.start };
   }
 
-  // the decoder: the logits (6,) of the move after the tokens so far (START, moves...), and
-  // each head's cross-attention from the last token over the tiles (heads, tiles)
-  function decode(model, memory, tokens) {
-    const w = model.weights, d = model.d_model, H = model.n_heads, T = tokens.length, n = memory.rows * memory.cols;
-    const R = model.radius, width = 2 * R + 1, ob = w["offset_bias"].data;
-    // where the walker stands after each token (walk_tiles: STOP and START stay put, the edge holds)
-    const here = [];
-    let [r, c] = memory.start;
-    for (const t of tokens) {
-      if (STEP[t]) { r = Math.min(Math.max(r + STEP[t][0], 0), memory.rows - 1); c = Math.min(Math.max(c + STEP[t][1], 0), memory.cols - 1); }
-      here.push([r, c]);
-    }
-    const cross = (h, i, j) => {
-      const rows = Math.floor(j / memory.cols) - here[i][0], cols = (j % memory.cols) - here[i][1];
-      if (model.window && Math.max(Math.abs(rows), Math.abs(cols)) > R) return -Infinity; // outside the window
-      const dr = Math.min(Math.max(rows, -R), R) + R, dc = Math.min(Math.max(cols, -R), R) + R;
-      return ob[h * width * width + dr * width + dc];
+  // The decoder, one token at a time (MultiHeadAttention.extend): each layer keeps the keys
+  // and values of the tokens so far, and reads the memory's cross-attention keys and values,
+  // computed once (Decoder.memory_keys_values), at the tiles the walker's token may read: those
+  // within the window (net.py's window_tiles), or every tile. next(token) appends a token
+  // (START, then moves) and gives the logits (6,) of the move after it.
+  function decoder(model, memory) {
+    const w = model.weights, d = model.d_model, H = model.n_heads, n = memory.rows * memory.cols;
+    const R = model.radius, width = 2 * R + 1, ob = w["offset_bias"].data, most = n + 2;
+    const B = (l, name) => w[`decoder.blocks.${l}.${name}`];
+    const layers = [...Array(model.n_decoder_layers)].map((_, l) => ({
+      k: new Float64Array(most * d), v: new Float64Array(most * d),
+      mk: nn.linear(memory.states, n, B(l, "cross_attn.W_K.weight"), B(l, "cross_attn.W_K.bias")),
+      mv: nn.linear(memory.states, n, B(l, "cross_attn.W_V.weight"), B(l, "cross_attn.W_V.bias")),
+    }));
+    const rowsOf = (a, list) => { // the rows `list` of a (n, d) array
+      const out = new Float64Array(list.length * d);
+      list.forEach((j, i) => out.set(a.subarray(j * d, (j + 1) * d), i * d));
+      return out;
     };
-    let x = new Float64Array(T * d);
-    tokens.forEach((t, i) => { for (let j = 0; j < d; j++) x[i * d + j] = w["move_embed.weight"].data[t * d + j]; });
-    let pattern = null;
-    for (let l = 0; l < model.n_decoder_layers; l++) {
-      const B = (name) => w[`decoder.blocks.${l}.${name}`];
-      const ln = (name, y) => nn.layerNorm(y, T, d, B(name + ".weight"), B(name + ".bias"));
-      const s = nn.selfAttention(w, `decoder.blocks.${l}.self_attn.`, ln("ln_self", x), T, d, H, (h, i, j) => (j > i ? -Infinity : 0));
-      x = x.map((v, i) => v + s.out[i]);
-      const lin = (name, y, rows) => nn.linear(y, rows, B(`cross_attn.${name}.weight`), B(`cross_attn.${name}.bias`));
-      const a = nn.attention(lin("W_Q", ln("ln_cross", x), T), lin("W_K", memory.states, n), lin("W_V", memory.states, n), T, n, H, d / H, cross);
-      const out = lin("W_O", a.out, T);
-      x = x.map((v, i) => v + out[i]);
-      const hidden = nn.linear(ln("ln_mlp", x), T, B("mlp.0.weight"), B("mlp.0.bias")).map(nn.gelu);
-      const mlp = nn.linear(hidden, T, B("mlp.2.weight"), B("mlp.2.bias"));
-      x = x.map((v, i) => v + mlp[i]);
-      pattern = [...Array(H)].map((_, h) => a.pattern.slice(h * T * n + (T - 1) * n, h * T * n + T * n));
+    let T = 0, [r, c] = memory.start;
+    function next(token) {
+      if (T >= most) throw new Error(`the decoder holds ${most} tokens`);
+      // where the walker stands (walk_tiles: STOP and START stay put, the edge holds)
+      if (STEP[token]) { r = Math.min(Math.max(r + STEP[token][0], 0), memory.rows - 1); c = Math.min(Math.max(c + STEP[token][1], 0), memory.cols - 1); }
+      const near = [], bias = []; // the tiles it may read, and each one's offset's place
+      for (let j = 0; j < n; j++) {
+        const rows = Math.floor(j / memory.cols) - r, cols = (j % memory.cols) - c;
+        if (model.window && Math.max(Math.abs(rows), Math.abs(cols)) > R) continue; // outside the window
+        near.push(j);
+        bias.push((Math.min(Math.max(rows, -R), R) + R) * width + Math.min(Math.max(cols, -R), R) + R);
+      }
+      let x = w["move_embed.weight"].data.slice(token * d, (token + 1) * d);
+      layers.forEach((layer, l) => {
+        const ln = (name, y) => nn.layerNorm(y, 1, d, B(l, name + ".weight"), B(l, name + ".bias"));
+        const lin = (name, y) => nn.linear(y, 1, B(l, name + ".weight"), B(l, name + ".bias"));
+        const h = ln("ln_self", x);
+        layer.k.set(lin("self_attn.W_K", h), T * d);
+        layer.v.set(lin("self_attn.W_V", h), T * d);
+        const s = nn.attention(lin("self_attn.W_Q", h), layer.k.subarray(0, (T + 1) * d), layer.v.subarray(0, (T + 1) * d),
+                               1, T + 1, H, d / H, null);
+        const own = lin("self_attn.W_O", s.out);
+        x = x.map((val, i) => val + own[i]);
+        const a = nn.attention(lin("cross_attn.W_Q", ln("ln_cross", x)), rowsOf(layer.mk, near), rowsOf(layer.mv, near),
+                               1, near.length, H, d / H, (hh, i, j) => ob[hh * width * width + bias[j]]);
+        const out = lin("cross_attn.W_O", a.out);
+        x = x.map((val, i) => val + out[i]);
+        const hidden = nn.linear(ln("ln_mlp", x), 1, B(l, "mlp.0.weight"), B(l, "mlp.0.bias")).map(nn.gelu);
+        const mlp = nn.linear(hidden, 1, B(l, "mlp.2.weight"), B(l, "mlp.2.bias"));
+        x = x.map((val, i) => val + mlp[i]);
+      });
+      T += 1;
+      const last = nn.layerNorm(x, 1, d, w["decoder.ln_final.weight"], w["decoder.ln_final.bias"]);
+      const logits = nn.linear(last, 1, w["unembed.weight"], w["unembed.bias"]);
+      if (w["way_head.weight"]) { // MazeNet.read_way: plus the way head's log-probabilities on the walker's tile
+        const t = r * memory.cols + c;
+        const way = nn.linear(memory.states.subarray(t * d, (t + 1) * d), 1, w["way_head.weight"], w["way_head.bias"]);
+        const top = Math.max(...way), norm = top + Math.log(way.reduce((s, v) => s + Math.exp(v - top), 0));
+        for (let i = 0; i < logits.length; i++) logits[i] += way[i] - norm;
+      }
+      return logits;
     }
-    const last = nn.layerNorm(x.subarray((T - 1) * d), 1, d, w["decoder.ln_final.weight"], w["decoder.ln_final.bias"]);
-    const logits = nn.linear(last, 1, w["unembed.weight"], w["unembed.bias"]);
-    if (w["way_head.weight"]) { // MazeNet.read_way: plus the way head's log-probabilities on the walker's tile
-      const t = here[T - 1][0] * memory.cols + here[T - 1][1];
-      const way = nn.linear(memory.states.subarray(t * d, (t + 1) * d), 1, w["way_head.weight"], w["way_head.bias"]);
-      const top = Math.max(...way), norm = top + Math.log(way.reduce((s, v) => s + Math.exp(v - top), 0));
-      for (let i = 0; i < logits.length; i++) logits[i] += way[i] - norm;
-    }
-    return { logits, pattern };
+    return { next };
+  }
+
+  // the logits (6,) of the move after the tokens so far (START, moves...)
+  function decode(model, memory, tokens) {
+    const dec = decoder(model, memory);
+    let logits = null;
+    for (const t of tokens) logits = dec.next(t);
+    return { logits };
   }
 
   // measure._greedy: START, then the likeliest move, until STOP, a move the maze does not allow
   // (kept), or as many moves as the maze has tiles
   function solve(model, m, memory) {
     memory = memory || encode(model, m);
-    const ex = exits(m), tokens = [START];
-    let [r, c] = m.start;
+    const ex = exits(m), tokens = [START], dec = decoder(model, memory);
+    let [r, c] = m.start, logits = dec.next(START);
     while (tokens.length < m.rows * m.cols + 1) {
-      const move = nn.argmax(Array.from(decode(model, memory, tokens).logits));
+      const move = nn.argmax(Array.from(logits));
       tokens.push(move);
       if (move === STOP) break;
       const k = DIRECTIONS.indexOf(move);
       if (k < 0 || !ex[r][c][k]) break; // START again, into a wall or off the grid
       r += STEP[move][0]; c += STEP[move][1];
+      if (tokens.length < m.rows * m.cols + 1) logits = dec.next(move);
     }
     return tokens.slice(1);
   }
@@ -240,7 +281,7 @@
         <button data-mode="start">a click moves the start</button><button data-mode="end">a click moves the end</button></div>
       <div class="toy-row"><button data-role="step">one step</button><button data-role="solve">walk to the end</button>
         <button data-role="reset">walk again</button>
-        <label>new maze, <select data-role="size">${[5, 6, 7, 8, 9, 10].map((s) => `<option value="${s}">${s}x${s}</option>`).join("")}</select></label>
+        <label>new maze, <select data-role="size">${SIZES.map((s) => `<option value="${s}">${s}x${s}</option>`).join("")}</select></label>
         <button data-role="new">new maze</button></div>
       <p class="toy-status" data-role="status"></p>
       <div class="toy-maze" data-role="maze"></div>
@@ -248,6 +289,10 @@
     const $ = (q) => el.querySelector(q);
 
     function draw() {
+      // tiles as big as fit the page's width (at most 30 pixels), walls thinner in a big maze;
+      // steps are numbered where a tile has room for the number
+      const gap = maze.cols > 12 ? 3 : 6, room = Math.max(240, (el.clientWidth || 640) - 2 * gap);
+      const size = Math.max(6, Math.min(30, Math.floor(room / maze.cols) - gap)), numbered = size >= 18;
       const bfs = shortestPath(maze), onBfs = new Set();
       if (bfs) walk(maze, bfs).tiles.forEach(([r, c]) => onBfs.add(`${r},${c}`));
       const w = walk(maze, moves.slice(0, shown)), step = new Map();
@@ -257,7 +302,7 @@
         for (let j = 0; j < 2 * maze.cols - 1; j++) {
           const r = i >> 1, c = j >> 1;
           if (i % 2 === 0 && j % 2 === 0) {
-            const key = `${r},${c}`, label = key === maze.start.join() ? "S" : key === maze.end.join() ? "E" : step.has(key) ? step.get(key) : "";
+            const key = `${r},${c}`, label = key === maze.start.join() ? "S" : key === maze.end.join() ? "E" : step.has(key) && numbered ? step.get(key) : "";
             const cls = [maze.arms[r][c].some((a) => a) ? "" : "toy-solid", step.has(key) ? "toy-walked" : "", onBfs.has(key) ? "toy-bfs" : ""];
             cells.push(`<div data-tile="${key}" class="${cls.join(" ")}">${label}</div>`);
           } else if (i % 2 !== j % 2) { // a passage between two tiles: to the right (k 1) or below (k 2)
@@ -266,13 +311,15 @@
           } else cells.push(`<div class="toy-post"></div>`);
         }
       const grid = $("[data-role=maze]");
-      grid.style.gridTemplateColumns = [...Array(2 * maze.cols - 1)].map((_, j) => (j % 2 ? "6px" : "var(--tile)")).join(" ");
+      grid.style.gridTemplateColumns = [...Array(2 * maze.cols - 1)].map((_, j) => (j % 2 ? "var(--gap)" : "var(--tile)")).join(" ");
+      [["--tile", size], ["--gap", gap], ["--ring", Math.round(0.3 * size)]].forEach(([k, v]) => grid.style.setProperty(k, `${v}px`));
       grid.innerHTML = cells.join("");
       el.querySelectorAll("[data-mode]").forEach((b) => b.classList.toggle("toy-on", b.dataset.mode === mode));
       const done = shown >= moves.length && moves.length > 0;
       const steps = moves.filter((m) => m !== STOP).length; // its walk: the moves, then STOP (or a wrong move)
       const taken = moves.slice(0, shown).filter((m) => m !== STOP);
-      const said = moves.length ? `after ${taken.length} of its ${steps} moves (${taken.map((m) => NAMES[m][0]).join("") || "none yet"})` : "not walked yet";
+      const letters = taken.map((m) => NAMES[m][0]).join(""); // the last 40 of a long walk
+      const said = moves.length ? `after ${taken.length} of its ${steps} moves (${letters.length > 40 ? "…" + letters.slice(-40) : letters || "none yet"})` : "not walked yet";
       const verdict = !done ? "" : w.solved ? (bfs && moves.length - 1 === bfs.length ? ": solved by a shortest path" : ": solved, but not by a shortest path")
         : w.valid ? ": it stopped short of the end" : ": it walked into a wall";
       $("[data-role=status]").textContent = `The model, ${said}${verdict}. BFS: ${bfs ? `${bfs.length} moves` : "the end cannot be reached"}.`;
@@ -302,7 +349,7 @@
     return el.toyLive;
   }
 
-  const api = { TILE, STOP, START, DIRECTIONS, exits, tilePixels, shortestPath, walk, encode, decode, solve, randomMaze, mount };
+  const api = { TILE, STOP, START, DIRECTIONS, exits, tilePixels, shortestPath, walk, encode, decoder, decode, solve, randomMaze, mount };
   root.ToyMaze = api;
   if (typeof module !== "undefined" && module.exports) module.exports = api;
 })(typeof window !== "undefined" ? window : globalThis);

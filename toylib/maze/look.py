@@ -380,7 +380,7 @@ def solve_frames(model: MazeModel, maze) -> tuple[np.ndarray, list[str]]:
 def live_board(model: MazeModel, maze=None, seed: int = 0):
     """The maze to edit in the browser, with no kernel: open or close passages, move the start
     and the end, then watch `model` walk it step by step beside BFS's shortest path, or draw a
-    new maze with no loops of 5x5 to 10x10 tiles. Starts from `maze` (pixels), or one of the
+    new maze with no loops of 5x5 to 32x32 tiles. Starts from `maze` (pixels), or one of the
     post's mazes drawn from `seed`. Needs the chapter's looped model."""
     if not isinstance(model, MazeNet):
         raise ValueError(f"the live board runs the chapter's looped model (a MazeNet, from a MazeConfig), "

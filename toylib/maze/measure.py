@@ -298,6 +298,19 @@ def far_sets(seed: int = 1, share: float = 1.0) -> dict[str, MazeSet]:
             for name, kwargs in FAR.items()}
 
 
+# Far past the chapter's sets: mazes of 32x32 to 256x256 tiles of three kinds (see `make_mazes`), each
+# size drawn from a seed of its own, the same for every model (benchmarks/maze_large.py, and the chapter's
+# one 256x256 maze)
+LARGE_KINDS = {"tree": "no loops, depth-first", "kruskal": "no loops, Kruskal's", "loops": "with loops"}
+
+
+def large_mazes(size: int, n: int, kind: str = "tree") -> MazeSet:
+    """`n` mazes of `kind` (one of LARGE_KINDS) at size x size tiles, from seed 20 + size."""
+    if kind not in LARGE_KINDS:
+        raise ValueError(f"kind must be one of {tuple(LARGE_KINDS)}, got {kind!r}")
+    return make_mazes(n, size=size, seed=20 + size, kind=kind)
+
+
 def score_sets(model: MazeModel, sets: dict[str, MazeSet]) -> tuple[dict[str, Scores], dict[str, float]]:
     """`score` of each set, and the seconds each took to encode, solve and score (the sets of FAR
     in batches of 50: a batch decodes as long as its longest walk)."""

@@ -449,9 +449,10 @@ CARVERS = {"backtracker": backtracker_arms, "kruskal": kruskal_arms}
 MAZE_COLOURS = ListedColormap(["#23262f", "#f2eee3", "#17becf", "#d62728"])
 
 
-def draw_maze(ax: Axes, maze, moves: Sequence[int] | None = None) -> Axes:
+def draw_maze(ax: Axes, maze, moves: Sequence[int] | None = None, dots: bool = True) -> Axes:
     """Draw a maze from its pixels on `ax` and, given `moves` (a leading START optional), the
-    path they take through the tile centres, up to where it stops; a first invalid move is
+    path they take through the tile centres, up to where it stops, with a dot on each tile
+    unless `dots` is False (a long path reads better as a line); a first invalid move is
     marked with a cross where it hits the wall."""
     state = MazeState.start_of(maze)
     ax.imshow(check_pixels(maze), cmap=MAZE_COLOURS, vmin=0, vmax=3, interpolation="nearest")
@@ -463,7 +464,8 @@ def draw_maze(ax: Axes, maze, moves: Sequence[int] | None = None) -> Axes:
     tiles, first_invalid, _ = follow_moves(state, moves)
     rows, cols = (np.array(x) * TILE + CENTRE for x in zip(*tiles))
     # translucent, so that the start and end marks show through
-    ax.plot(cols, rows, color="#ff7f0e", lw=2, alpha=0.7, marker="o", ms=3, solid_capstyle="round")
+    ax.plot(cols, rows, color="#ff7f0e", lw=2, alpha=0.7, marker="o" if dots else None, ms=3,
+            solid_capstyle="round")
     if first_invalid is not None:
         dr, dc = STEP.get(moves[first_invalid], (0, 0))  # START or a move after STOP: at the last tile
         ax.plot(cols[-1] + dc * TILE / 2, rows[-1] + dr * TILE / 2, "x", color="#d62728", ms=10, mew=3)
