@@ -289,10 +289,11 @@
     const $ = (q) => el.querySelector(q);
 
     function draw() {
-      // tiles as big as fit the page's width (at most 30 pixels), walls thinner in a big maze;
-      // steps are numbered where a tile has room for the number
+      // tiles as big as fit the page's width (at most 30 pixels, as live.css draws them), walls
+      // thinner in a big maze; steps are numbered where a tile has room for the number
       const gap = maze.cols > 12 ? 3 : 6, room = Math.max(240, (el.clientWidth || 640) - 2 * gap);
       const size = Math.max(6, Math.min(30, Math.floor(room / maze.cols) - gap)), numbered = size >= 18;
+      const px = (v) => `${v}px`, ring = `inset 0 0 0 ${px(Math.round(0.3 * size))} #f2eee3, inset 0 0 0 ${px(size)} #9ecae1`;
       const bfs = shortestPath(maze), onBfs = new Set();
       if (bfs) walk(maze, bfs).tiles.forEach(([r, c]) => onBfs.add(`${r},${c}`));
       const w = walk(maze, moves.slice(0, shown)), step = new Map();
@@ -304,15 +305,17 @@
           if (i % 2 === 0 && j % 2 === 0) {
             const key = `${r},${c}`, label = key === maze.start.join() ? "S" : key === maze.end.join() ? "E" : step.has(key) && numbered ? step.get(key) : "";
             const cls = [maze.arms[r][c].some((a) => a) ? "" : "toy-solid", step.has(key) ? "toy-walked" : "", onBfs.has(key) ? "toy-bfs" : ""];
-            cells.push(`<div data-tile="${key}" class="${cls.join(" ")}">${label}</div>`);
+            const look = `width:${px(size)};height:${px(size)};font-size:${px(Math.min(11, size - 2))}` + (cls[2] && !cls[1] ? `;box-shadow:${ring}` : "");
+            cells.push(`<div data-tile="${key}" class="${cls.join(" ")}" style="${look}">${label}</div>`);
           } else if (i % 2 !== j % 2) { // a passage between two tiles: to the right (k 1) or below (k 2)
             const k = i % 2 ? 2 : 1, open = maze.arms[r][c][k] && maze.arms[r + (k === 2)][c + (k === 1)][k + 2];
-            cells.push(`<div data-edge="${r},${c},${k}" class="toy-edge ${open ? "toy-open" : ""} ${i % 2 ? "toy-h" : "toy-v"}"></div>`);
-          } else cells.push(`<div class="toy-post"></div>`);
+            const look = i % 2 ? `height:${px(gap)};width:${px(size)}` : `width:${px(gap)};height:${px(size)}`;
+            cells.push(`<div data-edge="${r},${c},${k}" class="toy-edge ${open ? "toy-open" : ""} ${i % 2 ? "toy-h" : "toy-v"}" style="${look}"></div>`);
+          } else cells.push(`<div class="toy-post" style="width:${px(gap)};height:${px(gap)}"></div>`);
         }
       const grid = $("[data-role=maze]");
-      grid.style.gridTemplateColumns = [...Array(2 * maze.cols - 1)].map((_, j) => (j % 2 ? "var(--gap)" : "var(--tile)")).join(" ");
-      [["--tile", size], ["--gap", gap], ["--ring", Math.round(0.3 * size)]].forEach(([k, v]) => grid.style.setProperty(k, `${v}px`));
+      grid.style.gridTemplateColumns = [...Array(2 * maze.cols - 1)].map((_, j) => px(j % 2 ? gap : size)).join(" ");
+      grid.style.padding = px(gap);
       grid.innerHTML = cells.join("");
       el.querySelectorAll("[data-mode]").forEach((b) => b.classList.toggle("toy-on", b.dataset.mode === mode));
       const done = shown >= moves.length && moves.length > 0;
