@@ -175,8 +175,10 @@ def test_the_tictactoe_page_computes_what_the_trained_model_computes(tmp_path):
     logp = torch.log_softmax(logits, -1)  # (n, 9, 3), as model_moves ranks the moves
     mover = ttt_world.to_move(b)[:, None, None].expand(-1, 9, 1)
     gain = (logp.gather(2, mover).squeeze(2) - logp[..., 0]).masked_fill(b != 0, -math.inf)  # (n, 9)
-    assert torch.equal(gain.argmax(1), moves.move)
-    short = gain.max(1).values - gain.gather(1, js_moves[:, None]).squeeze(1)
+    assert data["valued"]  # the chapter's model: the value head's expected outcome counts too
+    score = gain + torch.softmax(values, -1) @ torch.tensor([-1.0, 0.0, 1.0])
+    assert torch.equal(score.argmax(1), moves.move)
+    short = score.max(1).values - score.gather(1, js_moves[:, None]).squeeze(1)
     assert short.max() < TOLERANCE
     print(f"tic-tac-toe: logits within {float((js_logits - logits).abs().max()):.1e}, "
           f"values within {float((js_values - values).abs().max()):.1e}")

@@ -62,6 +62,26 @@ def test_bad_symbols_and_sizes_are_refused():
         measure.model_moves(net.TicTacToeNet(), torch.full((1, 9), 5))
 
 
+def test_a_move_is_the_board_head_s_choice_plus_the_value_head_s_expected_outcome():
+    boards = torch.tensor(world.open_positions()[::7])
+    for value_weight in (3.0, 0.0):  # a value head trained beside the board head, or none
+        torch.manual_seed(1)
+        model = net.TicTacToeNet(TicTacToeConfig(value_weight=value_weight)).eval()
+        with torch.no_grad():
+            model.value.weight.mul_(30)  # outcomes that matter beside the board head's log-odds
+            logits, values, _ = model(boards)
+        logp = torch.log_softmax(logits, -1)
+        mover = world.to_move(boards)[:, None, None].expand(-1, 9, 1)
+        gain = (logp.gather(2, mover).squeeze(2) - logp[..., EMPTY]).masked_fill(boards != EMPTY, -torch.inf)
+        worth = torch.softmax(values, -1) @ torch.tensor([-1.0, 0.0, 1.0])  # lose, draw, win
+        moves = measure.model_moves(model, boards)
+        expected = (gain + worth).argmax(1) if value_weight else gain.argmax(1)
+        assert torch.equal(moves.move, expected)
+        assert torch.equal(moves.move_prob, torch.softmax(gain, 1))  # the board head's own odds
+        if value_weight:  # the rule is at work: the value head changes some moves
+            assert (expected != gain.argmax(1)).sum() > 0
+
+
 # ----------------------------------------------------------------------------- minimax
 
 

@@ -56,17 +56,20 @@
     return { logits, values, patterns: enc.patterns };
   }
 
-  // net.model_moves: rank each legal move by how much it raises log P(the next board)
+  // measure.model_moves: rank each legal move by how much it raises log P(the next board), plus
+  // (model.valued) the outcome the value head expects of it, -1 a loss to 1 a win
   function moves(model, board) {
     const out = forward(model, board), mover = toMove(board);
-    const gain = [];
+    const gain = [], worth = [];
     for (let c = 0; c < 9; c++) {
       const l = out.logits.subarray(3 * c, 3 * c + 3), top = Math.max(...l);
       const logZ = top + Math.log(l.reduce((s, v) => s + Math.exp(v - top), 0));
       gain.push(board[c] === EMPTY ? (l[mover] - logZ) - (l[EMPTY] - logZ) : -Infinity);
+      const v = out.values.subarray(3 * c, 3 * c + 3), vt = Math.max(...v), e = v.map((x) => Math.exp(x - vt));
+      worth.push(model.valued ? (e[2] - e[0]) / (e[0] + e[1] + e[2]) : 0);
     }
     const top = Math.max(...gain), e = gain.map((g) => Math.exp(g - top)), z = e.reduce((a, b) => a + b, 0);
-    return { move: nn.argmax(gain, 1e-6), prob: e.map((v) => v / z), gain, ...out };
+    return { move: nn.argmax(gain.map((g, c) => g + worth[c]), 1e-6), prob: e.map((v) => v / z), gain, ...out };
   }
 
   // ------------------------------------------------------------------ the page

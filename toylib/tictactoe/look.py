@@ -326,4 +326,4 @@ def live_board(model: TicTacToeNet):
         raise ValueError("the live board runs the chapter's model: positions='graph', relative=True")
     return Live("tictactoe", "ToyTicTacToe", {
         "weights": weights(model), "d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers,
-        "relations": TOKEN_RELATIONS, "kinds": TOKEN_KIND})
+        "relations": TOKEN_RELATIONS, "kinds": TOKEN_KIND, "valued": c.value_weight > 0})
