@@ -55,8 +55,8 @@
       }
       return result;
     },
-    // walk the stored maze; close the first open passage and walk again; walk a new 8x8 maze,
-    // and a new maze of the largest size offered
+    // walk the stored maze; close the first open passage and walk again, then the first open
+    // passage between two rows; walk a new 8x8 maze, and a new maze of the largest size offered
     maze(el) {
       const walks = [];
       const solve = () => {
@@ -67,6 +67,8 @@
       solve();
       click(el.querySelector("[data-mode=passage]"));
       click(el.querySelector(".toy-edge.toy-open"));
+      solve();
+      click(el.querySelector(".toy-edge.toy-h.toy-open"));
       solve();
       const size = el.querySelector("[data-role=size]");
       size.value = "8";

@@ -285,7 +285,7 @@
         <button data-role="new">new maze</button></div>
       <p class="toy-status" data-role="status"></p>
       <div class="toy-maze" data-role="maze"></div>
-      <p class="toy-note">Blue: the model's walk (numbered); dots: a shortest path by BFS; S start, E end.</p>`;
+      <p class="toy-note">Blue: the model's walk (numbered where the tiles have room); dots: a shortest path by BFS; S start, E end.</p>`;
     const $ = (q) => el.querySelector(q);
 
     function draw() {
@@ -308,7 +308,7 @@
             const look = `width:${px(size)};height:${px(size)};font-size:${px(Math.min(11, size - 2))}` + (cls[2] && !cls[1] ? `;box-shadow:${ring}` : "");
             cells.push(`<div data-tile="${key}" class="${cls.join(" ")}" style="${look}">${label}</div>`);
           } else if (i % 2 !== j % 2) { // a passage between two tiles: to the right (k 1) or below (k 2)
-            const k = i % 2 ? 2 : 1, open = maze.arms[r][c][k] && maze.arms[r + (k === 2)][c + (k === 1)][k + 2];
+            const k = i % 2 ? 2 : 1, open = maze.arms[r][c][k] && maze.arms[r + (k === 2)][c + (k === 1)][(k + 2) % 4];
             const look = i % 2 ? `height:${px(gap)};width:${px(size)}` : `width:${px(gap)};height:${px(size)}`;
             cells.push(`<div data-edge="${r},${c},${k}" class="toy-edge ${open ? "toy-open" : ""} ${i % 2 ? "toy-h" : "toy-v"}" style="${look}"></div>`);
           } else cells.push(`<div class="toy-post" style="width:${px(gap)};height:${px(gap)}"></div>`);
@@ -334,8 +334,8 @@
       if (!t) return;
       if (t.dataset.edge && mode === "passage") {
         const [r, c, k] = t.dataset.edge.split(",").map(Number), [rr, cc] = k === 1 ? [r, c + 1] : [r + 1, c];
-        const open = !(maze.arms[r][c][k] && maze.arms[rr][cc][k + 2]);
-        maze.arms[r][c][k] = maze.arms[rr][cc][k + 2] = open;
+        const open = !(maze.arms[r][c][k] && maze.arms[rr][cc][(k + 2) % 4]);
+        maze.arms[r][c][k] = maze.arms[rr][cc][(k + 2) % 4] = open;
         changed();
       } else if (t.dataset.tile && mode !== "passage") {
         const at = t.dataset.tile.split(",").map(Number), other = mode === "start" ? maze.end : maze.start;

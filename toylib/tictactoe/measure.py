@@ -54,9 +54,12 @@ class Moves:
     move_prob: torch.Tensor
 
 
-def model_moves(model: TicTacToeNet, boards: torch.Tensor, batch_size: int = 2048) -> Moves:
+def model_moves(model: TicTacToeNet, boards: torch.Tensor, batch_size: int = 2048,
+                value: bool = True) -> Moves:
+    """The model's moves on `boards` (N, 9). value=False: the board head's alone, even where
+    the model has a trained value head (training stops by those: see `training.train`)."""
     check_boards_tensor(boards)
-    valued = model.config.value_weight > 0  # a value head trained beside the board it writes
+    valued = value and model.config.value_weight > 0  # a value head trained beside the board it writes
 
     def moves(out, b):  # b: (batch, 9) boards on the model's device
         logp = F.log_softmax(out[0].float(), dim=-1)  # (batch, 9, 3) each cell's next symbol
@@ -67,8 +70,8 @@ def model_moves(model: TicTacToeNet, boards: torch.Tensor, batch_size: int = 204
         gain = gain.masked_fill(b != EMPTY, float("-inf"))
         # Both heads learned from the same positions; where the board head hesitates between
         # moves, what the value head expects of each (-1 lose, 0 draw, 1 win) decides. Seed 6
-        # of the benchmark played the centre in a fork position it never trained on, the board
-        # head's choice, though its value head rated the fork the win.
+        # of the benchmark, on the board head alone, played the centre in a fork position it
+        # never trained on, though its value head rated the fork the win.
         worth = torch.softmax(out[1].float(), -1) @ OUTCOMES.to(b.device) if valued else 0.0  # (batch, 9)
         return logp.argmax(-1), (gain + worth).argmax(1), torch.softmax(gain, dim=1)
 
@@ -86,8 +89,9 @@ class Scores:
     n: int
 
 
-def score(model: TicTacToeNet, pos: Positions) -> Scores:
-    m = model_moves(model, pos.boards)  # on the CPU, wherever the model and `pos` are
+def score(model: TicTacToeNet, pos: Positions, value: bool = True) -> Scores:
+    """How `model` does on `pos`; value=False: its moves by the board head alone (`model_moves`)."""
+    m = model_moves(model, pos.boards, value=value)  # on the CPU, wherever the model and `pos` are
     pos = Positions(*(getattr(pos, f.name).cpu() for f in dataclasses.fields(Positions)))
     changed = m.raw != pos.boards  # (N, 9)
     one_change = changed.sum(1) == 1
