@@ -80,6 +80,8 @@ def test_a_move_is_the_board_head_s_choice_plus_the_value_head_s_expected_outcom
         assert torch.equal(moves.move_prob, torch.softmax(gain, 1))  # the board head's own odds
         if value_weight:  # the rule is at work: the value head changes some moves
             assert (expected != gain.argmax(1)).sum() > 0
+        # the board head alone, as training's stopping rule judges it
+        assert torch.equal(measure.model_moves(model, boards, value=False).move, gain.argmax(1))
 
 
 # ----------------------------------------------------------------------------- minimax
