@@ -26,12 +26,11 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from toylib import results
-from toylib.device import PROFILES, profile_env, setup
+from toylib.device import profile_env, setup
 from toylib.maze import dataset, measure, training
 from toylib.maze.config import MazeConfig
 from toylib.maze.world import check_solution
@@ -75,13 +74,8 @@ def judge(model, size: int, n: int, cost: list | None) -> tuple[list, list[int]]
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seeds", type=int, default=10)
-    p.add_argument("--first-seed", type=int, default=0)
+    results.seed_options(p)
     p.add_argument("--big-seeds", type=int, default=1, help=f"how many seeds, from seed 0, solve {BIG}x{BIG} mazes")
-    p.add_argument("--profile", choices=PROFILES, help="a CPU profile: the kernels of PyTorch, oneDNN and MKL")
-    p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result files go")
-    p.add_argument("--merge", nargs="+", type=Path, metavar="FILE",
-                   help="write one result file of these runs' seeds into --out, and stop")
     args = p.parse_args(argv)
     words = sys.argv[1:] if argv is None else list(argv)
     script = "python benchmarks/maze_large.py"

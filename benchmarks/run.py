@@ -41,12 +41,11 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
 from toylib import chapters, cli, results
-from toylib.device import PROFILES, cpu_kernels, profile_env, run_again_with, setup
+from toylib.device import cpu_kernels, profile_env, run_again_with, setup
 from toylib.targets import all_met, format_table
 
 # each chapter's contract (toylib.cli.Chapter), which its training room holds
@@ -57,8 +56,7 @@ HEADER = ("chapter", "seed", "train s", "every target", "missed")
 
 def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seeds", type=int, default=10)
-    p.add_argument("--first-seed", type=int, default=0)
+    results.seed_options(p)
     p.add_argument("--device", default=None)
     p.add_argument("--chapters", default=",".join(CHAPTERS), help=f"comma-separated, of {', '.join(CHAPTERS)}")
     p.add_argument("--preset", help="a named config of the chapter (python -m toylib.<chapter> --help lists them)")
@@ -66,10 +64,6 @@ def main(argv: list[str] | None = None) -> dict[str, list[bool]]:
                    help="change the config (sequences: every model of its suite)")
     p.add_argument("--capability", choices=CAPABILITIES,
                    help="PyTorch's CPU vector kernels (ATEN_CPU_CAPABILITY); default: the best this CPU has")
-    p.add_argument("--profile", choices=PROFILES, help="a CPU profile: the kernels of PyTorch, oneDNN and MKL")
-    p.add_argument("--out", type=Path, default=results.FOLDER, help="where the result files go")
-    p.add_argument("--merge", nargs="+", type=Path, metavar="FILE",
-                   help="write one result file of these runs' seeds into --out, and stop")
     args = p.parse_args(argv)
     words = sys.argv[1:] if argv is None else list(argv)
     if args.merge:

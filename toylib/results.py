@@ -14,6 +14,7 @@ counts, ranges and times from these files when the book is built (the book's ext
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime
 import json
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from toylib.device import cpu_kernels, cpu_name
+from toylib.device import PROFILES, cpu_kernels, cpu_name
 from toylib.targets import Floor, Target, all_met, goal_text, missed, over
 
 FOLDER = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
@@ -73,6 +74,18 @@ def command(words: Sequence[str], chapter: str) -> str:
     """The command that writes this chapter's file again: `words` (run.py's arguments) for
     this chapter alone, without where the files go."""
     return " ".join(["python benchmarks/run.py", "--chapters", chapter, *without(words, ("--chapters", "--out"))])
+
+
+def seed_options(p: argparse.ArgumentParser) -> None:
+    """The options of a benchmark over seeds (benchmarks/run.py, benchmarks/maze_large.py):
+    which seeds, the CPU profile, where the files go, and merging the files of runs that
+    measured some seeds each."""
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--profile", choices=PROFILES, help="a CPU profile: the kernels of PyTorch, oneDNN and MKL")
+    p.add_argument("--out", type=Path, default=FOLDER, help="where the result files go")
+    p.add_argument("--merge", nargs="+", type=Path, metavar="FILE",
+                   help="write one result file of these runs' seeds into --out, and stop")
 
 
 def start(chapter: str, device: torch.device | str, *, profile: str | None = None, capability: str | None = None,
