@@ -19,7 +19,8 @@ class TicTacToeConfig:
     dropout: float = 0.0
     loss: str = "any_optimal"  # "any_optimal": likelihood of the set of optimal next boards; "label": the post's
     relative: bool = True  # see the board as (empty, mine, theirs) of the player to move, not (empty, X, O)
-    value_weight: float = 3.0  # weight of the auxiliary loss: the minimax outcome of each legal move
+    value_weight: float = 3.0  # weight of the auxiliary loss: the minimax outcome of each legal move (> 0: that
+    # head also weighs in on the move, `measure.model_moves`)
     positions: str = "graph"  # "graph": cell and line tokens, attention biased by relation; "cells": the post's, a vector per cell
     lr: float = 3e-3
     weight_decay: float = 0.3  # strong, for unseen positions; at 0.5 some seeds never fit a hard class (the post: 0.01)
