@@ -39,13 +39,6 @@ def test_causal_mask_leaves_nothing_above_the_diagonal():
     torch.testing.assert_close(out[:, 0], x[:, 0])
 
 
-def test_a_causal_mask_s_last_rows_are_those_of_the_whole_square():
-    whole = causal_mask(7)
-    assert whole.dtype == torch.bool and torch.equal(whole, torch.ones(7, 7, dtype=torch.bool).tril())
-    for first in range(7):  # the rows of positions appended to a sequence of `first`
-        assert torch.equal(causal_mask(7, first=first), whole[first:])
-
-
 def test_causal_attention_does_not_see_the_future():
     torch.manual_seed(0)
     mha = MultiHeadAttention(16, 4, causal=True)
@@ -88,12 +81,15 @@ def test_extending_a_causal_encoder_a_position_at_a_time_gives_what_forward_give
     with torch.no_grad():
         whole, patterns = enc(x, mask)
         first, first_patterns, past = enc.extend(x[:, :3], None, None if mask is None else mask[:3, :3])
+        # four new positions at once, on top of the first three: the mask's rows 3 to 6
+        rest = enc.extend(x[:, 3:], past, None if mask is None else mask[3:])[0]
         parts, last = [first], []
         for t in range(3, 7):
             out, pattern, past = enc.extend(x[:, t : t + 1], past, None if mask is None else mask[t : t + 1, : t + 1])
             parts.append(out)
             last.append(pattern)
     torch.testing.assert_close(torch.cat(parts, 1), whole)
+    torch.testing.assert_close(rest, whole[:, 3:])
     torch.testing.assert_close(first_patterns, patterns[..., :3, :3])
     torch.testing.assert_close(last[-1], patterns[..., 6:, :])  # (batch, layer, head, 1, 7)
     assert len(past) == 3 and isinstance(past[0], KeysValues) and past[0].k.shape == (2, 4, 7, 4)

@@ -124,14 +124,11 @@ def _rows_at(n: int, offsets: torch.Tensor) -> torch.Tensor:
 
 
 def causal_mask(
-    n: int, device: torch.device | str | None = None, first: int = 0
+    n: int, device: torch.device | str | None = None
 ) -> torch.Tensor:
-    """(n - first, n) boolean mask, True on and below the diagonal:
-    position i sees positions <= i. Rows `first` to n - 1 alone: the
-    positions appended to a sequence of `first`, so that a decoding step
-    builds its own row, not the whole square again."""
-    keys = torch.arange(n, device=device)
-    return keys <= torch.arange(first, n, device=device)[:, None]
+    """(n, n) boolean mask, True on and below the diagonal: position i
+    sees positions <= i."""
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
 def sinusoidal_positions(n_ctx: int, d_model: int) -> torch.Tensor:
@@ -233,7 +230,10 @@ class MultiHeadAttention(nn.Module):
             k, v = torch.cat([past.k, k], 2), torch.cat([past.v, v], 2)  # (batch, head, past + new, d_head)
         n_new, n_all = x.shape[1], k.shape[2]
         if self.causal:
-            cm = causal_mask(n_all, x.device, n_all - n_new)  # (new, past + new)
+            # (new, past + new): the causal mask's rows of the new positions alone,
+            # so that a decoding step builds its own row, not the whole square again
+            cm = (torch.arange(n_all, device=x.device)
+                  <= torch.arange(n_all - n_new, n_all, device=x.device)[:, None])
             mask = cm if mask is None else mask & cm
         if mask is not None and mask.dim() == 3:
             mask = mask[:, None]  # the same for every head
