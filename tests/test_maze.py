@@ -336,6 +336,13 @@ def test_draw_maze_draws_pixels_and_the_path():
     draw_maze(ax, RING, [START, RIGHT, DOWN])  # the invalid move gets a cross on the wall
     assert len(ax.lines) == 2
     assert (ax.lines[1].get_xdata()[0], ax.lines[1].get_ydata()[0]) == (7, 4.5)
+    ax.clear()
+    # a long walk, in pieces Matplotlib draws whole (it simplifies a line of 128 points or more)
+    long_maze, long_path = spanning_tree_maze(np.random.default_rng(2), 32)
+    draw_maze(ax, long_maze, long_path, dots=False)
+    assert len(long_path) - 1 > 128 and all(len(line.get_xdata()) <= 101 for line in ax.lines)
+    xs = np.concatenate([ax.lines[0].get_xdata(), *(line.get_xdata()[1:] for line in ax.lines[1:])])
+    assert len(xs) == len(long_path) - 1  # every tile of the walk, each piece joined to the next
     plt.close(fig)
 
 

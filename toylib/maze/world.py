@@ -463,9 +463,11 @@ def draw_maze(ax: Axes, maze, moves: Sequence[int] | None = None, dots: bool = T
     moves = check_moves(moves)
     tiles, first_invalid, _ = follow_moves(state, moves)
     rows, cols = (np.array(x) * TILE + CENTRE for x in zip(*tiles))
-    # translucent, so that the start and end marks show through
-    ax.plot(cols, rows, color="#ff7f0e", lw=2, alpha=0.7, marker="o" if dots else None, ms=3,
-            solid_capstyle="round")
+    # translucent, so that the start and end marks show through; in pieces of under 128
+    # points, because Matplotlib simplifies a longer line, dropping corners a zoom would show
+    for i in range(0, max(len(cols) - 1, 1), 100):
+        ax.plot(cols[i:i + 101], rows[i:i + 101], color="#ff7f0e", lw=2, alpha=0.7,
+                marker="o" if dots else None, ms=3, solid_capstyle="round")
     if first_invalid is not None:
         dr, dc = STEP.get(moves[first_invalid], (0, 0))  # START or a move after STOP: at the last tile
         ax.plot(cols[-1] + dc * TILE / 2, rows[-1] + dr * TILE / 2, "x", color="#d62728", ms=10, mew=3)
