@@ -49,6 +49,7 @@ def test_what_a_page_shows_is_read_from_the_file(folder):
     assert show("life:ordinary:met:attention") == "2 of 3"
     assert show("life:ordinary:floor:solvability") == "3 of 3"
     assert show("life:ordinary:range:exact") == "100.00 %"  # one value, said once
+    assert show("life:ordinary:goal:attention") == "99 %"  # the goal ">= 99 %", by its figure
 
 
 @pytest.mark.parametrize("spec, problem", [
