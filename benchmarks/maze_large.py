@@ -15,9 +15,7 @@ the machine's. The result file is `benchmarks/results/maze-large-<path>.json`.
 
 Seed 0's solves are the cost curve, also from 8x8 and 16x16 mazes: per size and kind, the
 mean path length, encoder passes, and the encoder's and the decoder's seconds, and the slowest
-maze, in the study `maze-cost-<path>.json`. The file of the seeds keeps seed 0's walk through
-the first 256x256 maze ("walk": the move ids, START 5 to STOP 0, as digits), to draw without
-a model.
+maze, in the study `maze-cost-<path>.json`.
 """
 
 from __future__ import annotations
@@ -45,12 +43,11 @@ COST_HEADER = ("size", "kind", "mazes", "path (moves)", "encoder passes", "encod
                "by a shortest path")  # the means over the mazes, but the slowest
 
 
-def judge(model, size: int, n: int, cost: list | None) -> tuple[list, list[int]]:
-    """Solve `n` mazes of each kind at `size`, alone: the seed's targets at this size, and
-    the first loop-free (depth-first) maze's walk. Appends a row per kind to `cost` (when
-    given): the mean path length, encoder passes, and seconds of the encoder and the
-    decoder, and the slowest maze's seconds."""
-    targets, walk = [], []
+def judge(model, size: int, n: int, cost: list | None) -> list:
+    """Solve `n` mazes of each kind at `size`, alone: the seed's targets at this size. Appends
+    a row per kind to `cost` (when given): the mean path length, encoder passes, and seconds
+    of the encoder and the decoder, and the slowest maze's seconds."""
+    targets = []
     slowest = {}
     for kind in KINDS:
         s = measure.large_mazes(size, n, kind)  # the same for every seed and run
@@ -58,7 +55,6 @@ def judge(model, size: int, n: int, cost: list | None) -> tuple[list, list[int]]
         checks = [check_solution(maze, solve.moves) for maze, solve in zip(s.mazes, solves)]
         right = sum(c.optimal for c in checks)
         slowest[kind] = max(solve.encode_s + solve.decode_s for solve in solves)
-        walk = walk or solves[0].moves
         if cost is not None:
             means = [np.mean(xs) for xs in ([c.shortest for c in checks], [x.passes for x in solves],
                                             [x.encode_s for x in solves], [x.decode_s for x in solves])]
@@ -69,7 +65,7 @@ def judge(model, size: int, n: int, cost: list | None) -> tuple[list, list[int]]
     if size in LIMITS:
         targets.append(time_target(slowest["tree"], LIMITS[size], f"one {size}x{size} maze with no loops, "
                                                           f"pixels to STOP (the slowest)"))
-    return targets, walk
+    return targets
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -82,7 +78,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.merge:
         parts = sorted((results.load(path) for path in args.merge), key=lambda r: r["seeds"][0]["seed"])
         words = results.without(parts[0]["command"].split()[2:], ("--first-seed", "--seeds"))
-        record = {**results.merge(parts, " ".join([script, *words])), "walk": parts[0].get("walk")}
+        record = results.merge(parts, " ".join([script, *words]))
         results.write(record, args.out / results.file_name(record))
         print(f"{len(record['seeds'])} seeds written to {args.out / results.file_name(record)}")
         return record
@@ -107,11 +103,8 @@ def main(argv: list[str] | None = None) -> dict:
         for size, n in ({**CURVE, **COUNTS} if first else COUNTS).items():
             if size == BIG and seed >= args.big_seeds:
                 continue
-            judged, walk = judge(model, size, n, cost)
+            judged = judge(model, size, n, cost)
             targets += judged if size in COUNTS else []
-            if size == BIG and first:  # the maze the chapter draws
-                record["walk"] = {"seed": seed, "size": size, "maze_seed": 20 + size,
-                                  "moves": "".join(map(str, walk))}
         results.add_seed(record, seed, history.seconds, targets)
         results.write(record, path)
         if cost:
