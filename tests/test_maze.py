@@ -1168,6 +1168,39 @@ def test_a_windowed_step_reads_the_tiles_within_reach_of_the_walker_with_their_b
         assert (full[b, :, 0].isinf().sum(-1) == 20 - on.sum()).all()  # every other tile has none
 
 
+def test_a_walker_carried_move_by_move_stands_where_the_whole_walk_puts_it():
+    mazes = make_mazes(8, size=7, seed=4)
+    moves = solution_tensor(mazes.solutions)[:, :-1].clamp(min=0)  # (8, T): START, moves, STOP
+    start, exits_ = start_tiles(torch.from_numpy(mazes.mazes)), connections(torch.from_numpy(mazes.mazes))
+    walk = dataset.walk_tiles(moves, start, (7, 7))  # (8, T, 2)
+    here = start
+    for t in range(1, moves.shape[1]):
+        assert torch.equal(dataset.invalid_move(here, moves[:, t], exits_),
+                           invalid_last_move(moves[:, : t + 1], start, exits_))
+        here = dataset.step_tiles(here, moves[:, t], (7, 7))
+        assert torch.equal(here, walk[:, t])
+    # into a wall, off the grid, a second START; STOP always allowed
+    corner = torch.zeros(4, 2, dtype=torch.long)
+    shut = torch.zeros(4, 7, 7, 4, dtype=torch.bool)
+    assert dataset.invalid_move(corner, torch.tensor([UP, RIGHT, START, STOP]), shut).tolist() == [True, True, True, False]
+    assert dataset.step_tiles(corner, torch.tensor([UP, LEFT, DOWN, STOP]), (7, 7)).tolist() == [[0, 0], [0, 0], [1, 0], [0, 0]]
+
+
+def test_solving_without_autograd_leaves_tensors_training_may_use():
+    from toylib import attention
+
+    attention._rows_beside.cache_clear()  # the looped encoder's rows, first asked for while solving
+    model = build_model(FIRST)
+    mazes = make_mazes(4, size=5, seed=2)
+    solved = measure._greedy(model, torch.from_numpy(mazes.mazes), 3)
+    assert not solved.is_inference()
+    solved[0, 0] = PAD  # the caller's to write into
+    model.train()
+    loss = net.maze_loss(model, (torch.from_numpy(mazes.mazes), solution_tensor(mazes.solutions)), iterations=3)[0]
+    loss.backward()  # with the cached rows: not inference tensors
+    assert model.tile_embed.weight.grad is not None
+
+
 def test_solving_decodes_each_move_once_and_a_bounded_encoder_stops_once_settled(monkeypatch):
     from toylib.decode import greedy_decode
     from toylib.maze import net

@@ -113,8 +113,9 @@ def attention_beside(
 def _rows_beside(n: int, offsets: tuple[int, ...], device: torch.device) -> torch.Tensor:
     """(head * pos,) long: for each head and query, the row of the key beside it in keys viewed
     as (..., head * pos, d), held to the sequence at its ends. Cached: a looped encoder asks for
-    the same rows at every pass."""
-    return _rows_at(n, torch.tensor(offsets, device=device)[:, None])
+    the same rows at every pass; made outside inference mode, so that training may use them too."""
+    with torch.inference_mode(False):
+        return _rows_at(n, torch.tensor(offsets, device=device)[:, None])
 
 
 def _rows_at(n: int, offsets: torch.Tensor) -> torch.Tensor:
@@ -229,7 +230,7 @@ class MultiHeadAttention(nn.Module):
         if past is not None:
             k, v = torch.cat([past.k, k], 2), torch.cat([past.v, v], 2)  # (batch, head, past + new, d_head)
         n_new, n_all = x.shape[1], k.shape[2]
-        if self.causal:
+        if self.causal and n_new > 1:  # one new position reads every position: no mask
             # (new, past + new): the causal mask's rows of the new positions alone,
             # so that a decoding step builds its own row, not the whole square again
             cm = (torch.arange(n_all, device=x.device)

@@ -168,15 +168,27 @@ def walk_tiles(moves: torch.Tensor, start: torch.Tensor, shape: tuple[int, int])
     return torch.minimum(tiles.clamp(min=0), torch.tensor(shape, device=moves.device) - 1)
 
 
+def step_tiles(here: torch.Tensor, move: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    """(batch, 2) long: the walker's tile after `move` (batch,) from `here` (batch, 2), as
+    `walk_tiles` steps it: STOP, START and padding stay put, a move off the grid stays at the
+    edge. One step of a walk, for a decoder that carries the walker from move to move."""
+    there = here + _MOVE_STEPS.to(move.device)[move.clamp(min=0)]  # (batch, 2)
+    return torch.minimum(there.clamp(min=0), there.new_tensor(shape) - 1)
+
+
 def invalid_last_move(moves: torch.Tensor, start: torch.Tensor, exits_: torch.Tensor) -> torch.Tensor:
     """(batch,) bool: whether the last token of each row of `moves` (batch, T >= 2) is a move
     the maze does not allow from the tile before it: into a wall, off the grid, or a second
     START. (STOP is always allowed: whether it stops at the end is for `check_solution`.)"""
-    r, c = walk_tiles(moves[:, :-1], start, exits_.shape[1:3])[:, -1].unbind(-1)  # (batch,), (batch,)
-    last = moves[:, -1]
-    rows = torch.arange(len(moves), device=moves.device)
-    through = exits_[rows, r, c, (last - 1).clamp(0, 3)]  # (batch,) the arm the move would take
-    return (last == START) | ((last >= UP) & (last <= LEFT) & ~through)
+    return invalid_move(walk_tiles(moves[:, :-1], start, exits_.shape[1:3])[:, -1], moves[:, -1], exits_)
+
+
+def invalid_move(here: torch.Tensor, move: torch.Tensor, exits_: torch.Tensor) -> torch.Tensor:
+    """(batch,) bool: whether `move` (batch,) from the tile `here` (batch, 2) is one the maze
+    does not allow (`invalid_last_move`), the walker's tile known."""
+    rows = torch.arange(len(move), device=move.device)
+    through = exits_[rows, here[:, 0], here[:, 1], (move - 1).clamp(0, 3)]  # (batch,) the arm the move would take
+    return (move == START) | ((move >= UP) & (move <= LEFT) & ~through)
 
 
 NO_WAY = N_MOVES  # `ways_to_end`'s class of a tile from which the end cannot be reached

@@ -18,7 +18,8 @@ from toylib.attention import MultiHeadAttention
 from toylib.decode import greedy_decode
 from toylib.infer import infer
 from toylib.maze.config import BaseMazeConfig
-from toylib.maze.dataset import PAD, MazeSet, connections, invalid_last_move, make_mazes, solution_tensor, ways_to_end
+from toylib.maze.dataset import (PAD, MazeSet, connections, invalid_move, make_mazes, solution_tensor, step_tiles,
+                                 ways_to_end)
 from toylib.maze.net import MazeModel, MazeNet, Memory
 from toylib.maze.world import (DIRECTIONS, START, STEP, STOP, check_pixels, check_solution, exits, from_pixels,
                               shortest_path, to_pixels)
@@ -30,20 +31,35 @@ from toylib.targets import Target, format_table, pct, share_target, time_target
 
 def _greedy(model: MazeModel, pixels: torch.Tensor, iterations: int | None, memory: Memory | None = None) -> torch.Tensor:
     """Greedy solutions for a batch of mazes: (batch, R*C + 1) long, padded with PAD."""
+    # no autograd bookkeeping at all: a solve is thousands of small steps, and it cost a fifth
+    # of each; cloned after, so that the caller gets a tensor it may write into
+    with torch.inference_mode():
+        tokens = _greedy_steps(model, pixels, iterations, memory)
+    return tokens.clone()
+
+
+def _greedy_steps(model: MazeModel, pixels: torch.Tensor, iterations: int | None,
+                  memory: Memory | None) -> torch.Tensor:
     if memory is None:
         memory = model.encode(pixels, iterations, keep=False)  # encode once, decode once per step
     exits_ = connections(pixels)
     max_len = memory.shape[0] * memory.shape[1] + 1  # START, a path through every tile at most once, STOP
     start = torch.full((len(pixels), 1), START, device=pixels.device)
     past = None  # the decoder's keys and values so far: each step pays for its new move alone
+    here = memory.start  # (batch, 2): the walker's tile before the last move
 
     def next_move(moves: torch.Tensor) -> torch.Tensor:  # (batch, N_MOVES)
         nonlocal past
         logits, past = model.decode_next(moves, memory, past)
         return logits
 
-    out = greedy_decode(next_move, start, max_len=max_len, stop=STOP,
-                        done=lambda t: invalid_last_move(t, memory.start, exits_))
+    def wrong(moves: torch.Tensor) -> torch.Tensor:  # (batch,): asked once per move appended
+        nonlocal here
+        last = moves[:, -1]
+        out, here = invalid_move(here, last, exits_), step_tiles(here, last, memory.shape)
+        return out
+
+    out = greedy_decode(next_move, start, max_len=max_len, stop=STOP, done=wrong)
     tokens = F.pad(out.tokens, (0, max_len - out.tokens.shape[1]))  # (batch, max_len)
     return tokens.masked_fill(torch.arange(max_len, device=pixels.device) >= out.lengths[:, None], PAD)
 
@@ -78,9 +94,10 @@ def solve_timed(model: MazeModel, maze) -> Solve:
 
     def run(m: MazeModel, x: torch.Tensor) -> torch.Tensor:
         t0 = time.perf_counter()
-        memory = m.encode(x, keep=False)
-        # reading the count waits for the encoder, wherever it runs
-        seen["passes"] = -1 if memory.passes is None else int(memory.passes[0])
+        with torch.inference_mode():  # as `_greedy`
+            memory = m.encode(x, keep=False)
+            # reading the count waits for the encoder, wherever it runs
+            seen["passes"] = -1 if memory.passes is None else int(memory.passes[0])
         t1 = time.perf_counter()
         row = _greedy(m, x, None, memory)  # ends on the host: it stops at STOP
         seen["encode"], seen["decode"] = t1 - t0, time.perf_counter() - t1

@@ -4,6 +4,7 @@ in `post.py`, and `train` in `training.py`."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -15,8 +16,8 @@ from torch import nn
 from toylib.attention import Decoder, EncoderBlock, KeysValues, Seq2SeqPatterns
 from toylib.infer import model_device
 from toylib.maze.config import BaseMazeConfig, MazeConfig
-from toylib.maze.dataset import (N_MOVES, NO_WAY, PAD, connections, start_tiles, tile_grid, tile_view, walk_tiles,
-                                 ways_to_end)
+from toylib.maze.dataset import (N_MOVES, NO_WAY, PAD, connections, start_tiles, step_tiles, tile_grid, tile_view,
+                                 walk_tiles, ways_to_end)
 from toylib.maze.world import DIRECTIONS, STEP, TILE
 from toylib.train import set_nll
 
@@ -292,35 +293,43 @@ class MazeNet(MazeModel):
         tiles woken next are those that moved, and their neighbours, so a
         pass costs as the tiles still moving, not as the maze (a few of a
         128x128 maze's 16,384). Tiles are keys, maze * tiles + tile, in
-        order. tile (batch, tiles, d), exits_ and bias from
+        order, and every table is by key: a pass only gathers and scatters
+        rows. tile (batch, tiles, d), exits_ and bias from
         `encoder_inputs`. Returns the states (batch, tiles, d) and the
         passes each maze ran (batch,)."""
-        b, n, _ = tile.shape
+        b, n, d = tile.shape
         squash, dev = self.config.squash, tile.device
-        x = torch.zeros_like(tile)
+        tile = tile.reshape(b * n, d)  # (keys, d)
+        x = torch.zeros_like(tile)  # (keys, d): every tile's state
         alive = torch.ones(b, dtype=torch.bool, device=dev)  # still passing
         passes = torch.zeros(b, dtype=torch.long, device=dev)
         quiet = torch.zeros(b, dtype=torch.long, device=dev)
-        ways = torch.full((b, n), -1, device=dev)  # each tile's way so far
-        # (4, tiles): each tile's neighbour along each direction, and
-        # (batch, 4, tiles): whether the two connect
+        ways = torch.full((b * n,), -1, device=dev)  # each tile's way so far
+        # (4, keys): each tile's neighbour along each direction, and
+        # whether the two connect
         beside, border = self.borders(exits_)
+        beside, border = _keys(beside, b), border.transpose(0, 1).flatten(1)
         look = beside[[h % 4 for h in range(self.config.n_heads)]]
+        bias = bias.transpose(1, 2).flatten(0, 1)  # (keys, head, 2)
+        # (4, keys): each tile's neighbour the other way (DIRECTIONS go
+        # round: arm k + 2 is arm k's opposite), whose arm k reaches it
+        back = beside[[(k + 2) % 4 for k in range(4)]]
         woken = torch.arange(b * n, device=dev)  # all: none has moved yet
         for _ in range(n + self.config.extra_passes):
-            maze, at, out = self._woken_rows(  # (U,), (U,), (U, d)
-                lambda m, t: x[m, t] + tile[m, t], bias, woken, look)
-            was = x[maze, at]  # (U, d)
-            now = squash * torch.tanh((out - tile[maze, at]) / squash)
+            out = self._woken_rows(  # (U, d)
+                lambda k: x[k] + tile[k], bias, woken, look)
+            was = x[woken]  # (U, d)
+            now = squash * torch.tanh((out - tile[woken]) / squash)
             step = (now - was).abs().amax(-1)  # (U,): how far each moved
-            x = (x.index_put if torch.is_grad_enabled()  # else in place
-                 else x.index_put_)((maze, at), now)
+            x = (x.index_copy if torch.is_grad_enabled()  # else in place
+                 else x.index_copy_)(0, woken, now)
             passes += alive.long()
             way = self.way_head(self.ln_memory(now)).argmax(-1)  # (U,)
-            turned = (way != ways[maze, at]).long()  # (U,)
-            ways[maze, at] = way
+            turned = (way != ways[woken]).long()  # (U,)
+            ways[woken] = way
             # (batch,): how many of each maze's tiles changed their way,
             # and how far its furthest tile moved
+            maze = woken // n
             changed = torch.zeros_like(quiet).index_add_(0, maze, turned)
             furthest = torch.zeros(b, device=dev).scatter_reduce(
                 0, maze, step, "amax")
@@ -332,38 +341,31 @@ class MazeNet(MazeModel):
             # a tile moves next if it, or a neighbour it connects to,
             # moved by more than STILL in this pass
             moving = woken[step > STILL]  # keys, in order
-            near = _around(moving, beside, n)  # keys: and their neighbours
-            m, t = near // n, near % n
-            reads = border[m, :, t] & torch.isin(  # (K, 4)
-                m[:, None] * n + beside[:, t].T, moving)
-            near = near[torch.isin(near, moving) | reads.any(1)]
+            near = back[:, moving]  # (4, M): the tiles that may read them
+            reads = border.gather(1, near)  # (4, M): and do
+            near = torch.unique(torch.cat([moving, near[reads]]))
             woken = near[alive[near // n]]
-        return x, passes
+        return x.view(b, n, d), passes
 
-    def _woken_rows(self, read: Callable[[torch.Tensor, torch.Tensor],
-                                         torch.Tensor],
+    def _woken_rows(self, read: Callable[[torch.Tensor], torch.Tensor],
                     bias: torch.Tensor, woken: torch.Tensor,
-                    beside: torch.Tensor
-                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """`pass_woken`'s work: the block's output at the `woken` tiles
-        (keys, maze * tiles + tile, in order), as (maze (U,), tile (U,),
-        output (U, d)) in that order; read(maze, tile) gives the tokens at
-        those places as `step` reads them, beside (head, tiles) each head's
-        neighbour of each tile."""
-        n = beside.shape[1]
+                    look: torch.Tensor) -> torch.Tensor:
+        """`pass_woken`'s work: the block's output (U, d) at the `woken`
+        tiles (U keys, maze * tiles + tile, in order). read(keys) gives the
+        tokens at those keys as `step` reads them, bias (keys, head, 2)
+        the bias over each tile and its neighbour, look (head, keys) each
+        head's neighbour of each tile, as a key."""
         # the woken tiles and the tiles they read, gathered into one
         # sequence, each head reading its neighbour by an offset within it
-        need = _around(woken, beside, n)  # (K,) keys, in order
-        maze, tile = need // n, need % n
-        want = maze * n + beside[:, tile]  # (head, K): each head's neighbour
+        need = torch.unique(torch.cat([woken, look[:, woken].flatten()]))  # (K,)
+        want = look[:, need]  # (head, K): each head's neighbour
         there = torch.searchsorted(need, want)  # (head, K): its place, if gathered
         found = need[there.clamp(max=len(need) - 1)] == want
         # a gathered tile whose neighbour was not gathered is not woken: it
         # reads itself, and its output is dropped
         offsets = torch.where(found, there - torch.arange(len(need), device=need.device), 0)
-        out = self.step(read(maze, tile)[None], bias[maze, :, tile].transpose(0, 1)[None], offsets)[0][0]  # (K, d)
-        kept = torch.isin(need, woken)  # (K,)
-        return maze[kept], tile[kept], out[kept]
+        out = self.step(read(need)[None], bias[need].transpose(0, 1)[None], offsets)[0][0]  # (K, d)
+        return out[torch.searchsorted(need, woken)]
 
     def pass_woken(self, h: torch.Tensor, bias: torch.Tensor, woken: torch.Tensor,
                    beside: torch.Tensor) -> torch.Tensor:
@@ -373,9 +375,12 @@ class MazeNet(MazeModel):
         gathered into one sequence, each head reading its neighbour by a per-token offset, so
         the pass costs as the tiles still moving, not the maze. Returns h with the woken rows
         replaced by the block's output (the rest are the caller's to keep)."""
+        b, n, d = h.shape
         keys = woken.flatten().nonzero()[:, 0]  # (U,) maze * tiles + tile, in order
-        maze, tile, out = self._woken_rows(lambda m, t: h[m, t], bias, keys, beside)
-        return h.index_put((maze, tile), out)
+        look = _keys(beside, b)  # (head, keys)
+        rows = h.reshape(b * n, d)
+        out = self._woken_rows(lambda k: rows[k], bias.transpose(1, 2).flatten(0, 1), keys, look)
+        return rows.index_copy(0, keys, out).view(b, n, d)
 
     def cross_bias(self, here: torch.Tensor, memory: Memory) -> torch.Tensor:
         """(batch, head, T, tiles): the learned bias for the offset from
@@ -401,16 +406,22 @@ class MazeNet(MazeModel):
         return self.read_way(self.unembed(x), here, memory), self_patterns, cross_patterns
 
     def decode_next(self, moves: torch.Tensor, memory: Memory,
-                    past: tuple[list[KeysValues], list[KeysValues]] | None = None
-                    ) -> tuple[torch.Tensor, tuple[list[KeysValues], list[KeysValues]]]:
+                    past: tuple[list[KeysValues], list[KeysValues], torch.Tensor] | None = None
+                    ) -> tuple[torch.Tensor, tuple[list[KeysValues], list[KeysValues], torch.Tensor]]:
         # past: None at the first move, then what the call before returned: the cross-attention's
         # keys and values of the memory (the same at every move, so found once: on a 32x32 maze
-        # they cost more than the rest of a step) and the decoder's of every move but the last
-        read, before = (self.decoder.memory_keys_values(memory.states), None) if past is None else past
+        # they cost more than the rest of a step), the decoder's of every move but the last, and
+        # the walker's tile before the last move (walking the whole walk again at every move
+        # cost as much as the attention)
+        if past is None:
+            read, before = self.decoder.memory_keys_values(memory.states), None
+            here = walk_tiles(moves, memory.start, memory.shape)[:, -1:]  # (batch, 1, 2)
+        else:
+            read, before, here = past
+            here = step_tiles(here[:, 0], moves[:, -1], memory.shape)[:, None]
         if (0 if before is None else before[0].k.shape[2]) != moves.shape[1] - 1:
             raise ValueError("past must hold the keys and values of every move but the last")
         x = self.move_embed(moves[:, -1:].clamp(min=0))  # (batch, 1, d)
-        here = walk_tiles(moves, memory.start, memory.shape)[:, -1:]  # (batch, 1, 2)
         if self.config.window:  # the tiles within `radius` alone: the rest get no weight
             near, bias = self.window_tiles(here[:, 0], memory.shape)  # (batch, W), (batch, head, 1, W)
             at = near[:, None, :, None]  # (batch, 1, W, 1)
@@ -418,7 +429,7 @@ class MazeNet(MazeModel):
             x, _, _, before = self.decoder.extend(x, keys, before, bias)
         else:
             x, _, _, before = self.decoder.extend(x, read, before, self.cross_bias(here, memory))
-        return self.read_way(self.unembed(x), here, memory)[:, -1], (read, before)  # (batch, N_MOVES)
+        return self.read_way(self.unembed(x), here, memory)[:, -1], (read, before, here)  # (batch, N_MOVES)
 
     def window_tiles(self, here: torch.Tensor, shape: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
         """The tiles within `radius` of the walker's tile `here` (batch, 2), row by row, (batch,
@@ -427,12 +438,11 @@ class MazeNet(MazeModel):
         `window` every other tile gets -inf, so reading these alone gives each step the weights
         it would give reading every tile, at a cost that does not grow with the maze."""
         r, (rows, cols) = self.config.radius, shape
-        span = torch.arange(-r, r + 1, device=here.device)
-        row = here[:, :1] + span.repeat_interleave(2 * r + 1)[None]  # (batch, W)
-        col = here[:, 1:] + span.repeat(2 * r + 1)[None]  # (batch, W)
-        on = (row >= 0) & (row < rows) & (col >= 0) & (col < cols)  # (batch, W)
-        bias = self.offset_bias.flatten(1)[None, :, None].expand(len(here), -1, -1, -1)  # (batch, head, 1, W)
-        return torch.where(on, row * cols + col, 0), bias.masked_fill(~on[:, None, None], -math.inf)
+        # (batch, W, 2): each place's (row, column), the window row by row
+        at = here[:, None] + _window(r, here.device)
+        on = ((at >= 0) & (at < at.new_tensor(shape))).all(-1)  # (batch, W)
+        bias = self.offset_bias.flatten(1)[None, :, None]  # (1, head, 1, W)
+        return torch.where(on, at[..., 0] * cols + at[..., 1], 0), bias.masked_fill(~on[:, None, None], -math.inf)
 
     def read_way(self, logits: torch.Tensor, here: torch.Tensor, memory: Memory) -> torch.Tensor:
         """With a way head, the logits (batch, T, N_MOVES) of each move plus the way head's
@@ -447,11 +457,20 @@ class MazeNet(MazeModel):
         return logits + F.log_softmax(self.way_head(states), -1)[..., :N_MOVES]
 
 
-def _around(keys: torch.Tensor, beside: torch.Tensor, n: int) -> torch.Tensor:
-    """The tiles `keys` (maze * n + tile, in order) and every tile beside one of them along
-    any direction of `beside` (directions, n), as keys, in order and once each."""
-    maze, tile = keys // n, keys % n
-    return torch.unique(torch.cat([keys, (maze * n + beside[:, tile]).flatten()]))
+@functools.lru_cache(maxsize=8)
+def _window(r: int, device: torch.device) -> torch.Tensor:
+    """(W, 2): the offsets (rows, columns) of the tiles within `r` of a tile, row by row.
+    Cached: a decoding step asks for them at every move (made outside inference mode, so that
+    any step may use them)."""
+    with torch.inference_mode(False):
+        return tile_grid((2 * r + 1, 2 * r + 1), device) - r
+
+
+def _keys(beside: torch.Tensor, mazes: int) -> torch.Tensor:
+    """A table of neighbours, beside (directions, tiles), as keys (maze * tiles + tile) of
+    `mazes` mazes: (directions, mazes * tiles)."""
+    n = beside.shape[1]
+    return (torch.arange(mazes, device=beside.device)[:, None] * n + beside[:, None]).flatten(1)
 
 
 # ----------------------------------------------------------------------------- loss
