@@ -11,7 +11,8 @@ For each seed, the chapter's model is trained on 5x5 mazes as the chapter trains
 greedily, on one CPU thread, every move checked against BFS. The same mazes for every seed
 (`measure.large_mazes`). A seed meets its targets when every one of its mazes is solved by a shortest path;
 the rows on time (the slowest loop-free maze of each size against 2 s, 10 s and a minute) are
-the machine's. The result file is `benchmarks/results/maze-large-<path>.json`.
+the machine's: each of those mazes is solved twice, to the same moves, and the faster time is
+kept, so that a moment of other work on the machine does not make the row. The result file is `benchmarks/results/maze-large-<path>.json`.
 
 Seed 0's solves are the cost curve, also from 8x8 and 16x16 mazes: per size and kind, the
 mean path length, encoder passes, and the encoder's and the decoder's seconds, and the slowest
@@ -43,6 +44,10 @@ COST_HEADER = ("size", "kind", "mazes", "path (moves)", "encoder passes", "encod
                "by a shortest path")  # the means over the mazes, but the slowest
 
 
+def _seconds(solve: measure.Solve) -> float:
+    return solve.encode_s + solve.decode_s
+
+
 def judge(model, size: int, n: int, cost: list | None) -> list:
     """Solve `n` mazes of each kind at `size`, alone: the seed's targets at this size. Appends
     a row per kind to `cost` (when given): the mean path length, encoder passes, and seconds
@@ -54,7 +59,10 @@ def judge(model, size: int, n: int, cost: list | None) -> list:
         solves = [measure.solve_timed(model, maze) for maze in s.mazes]
         checks = [check_solution(maze, solve.moves) for maze, solve in zip(s.mazes, solves)]
         right = sum(c.optimal for c in checks)
-        slowest[kind] = max(solve.encode_s + solve.decode_s for solve in solves)
+        seconds = [_seconds(solve) for solve in solves]
+        if kind == "tree" and size in LIMITS:  # a time row: each maze solved again, the faster kept
+            seconds = [min(t, _seconds(measure.solve_timed(model, maze))) for t, maze in zip(seconds, s.mazes)]
+        slowest[kind] = max(seconds)
         if cost is not None:
             means = [np.mean(xs) for xs in ([c.shortest for c in checks], [x.passes for x in solves],
                                             [x.encode_s for x in solves], [x.decode_s for x in solves])]

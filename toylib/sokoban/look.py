@@ -14,6 +14,7 @@ from typing import NamedTuple
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+import torch.nn.functional as F
 from matplotlib import animation
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -32,6 +33,7 @@ from toylib.sokoban.world import (
     Play,
     encode,
     from_xsb,
+    live_squares,
     moves_to_goal,
     render_rgb,
     shortest_solution,
@@ -374,4 +376,129 @@ def history_claims(whole: Accuracies, blind: Accuracies, baseline: Accuracies) -
         "and the nsteps class is right over 3 points less often": whole.nsteps_top1 - blind.nsteps_top1 > 0.03,
         "the baseline's nsteps class is within 3 points of the transformer's":
             abs(whole.nsteps_top1 - baseline.nsteps_top1) < 0.03,
+    }
+
+
+# ----------------------------------------------------------------------------- how it works: what the encoder reads
+
+
+def _planes(boards: Sequence[Board]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Start boards as the policy reads them: (boards (n, 5, rows, cols), their goal boards
+    (n, 5, rows, cols): the box on the goal, no player)."""
+    walls, goals = np.stack([b.grid for b in boards]), np.array([b.goal for b in boards])
+    return (torch.from_numpy(encode(walls, goals, np.array([b.box for b in boards]),
+                                    np.array([b.player for b in boards]))),
+            torch.from_numpy(encode(walls, goals, goals, -1)))
+
+
+def _inner(model: SokobanPolicy, grid: np.ndarray) -> np.ndarray:
+    """(..., rows, cols) -> the squares the encoder's maps cover (inside the wall, with `inside`)."""
+    return grid[..., 1:-1, 1:-1] if model.config.inside else grid
+
+
+def encoder_maps(model: SokobanPolicy, boards: Sequence[Board]) -> list[torch.Tensor]:
+    """`BoardEncoder.features` of each board, on the CPU: what the convolutions read, then
+    the map after each, (n, planes or channels, rows, cols) each."""
+    with evaluating(model) as device:
+        return [m.cpu() for m in model.encoder.features(_planes(boards)[0].to(device))]
+
+
+class Probe(NamedTuple):
+    """A linear read-out of a feature map, the same at every square: at each square, the
+    log-odds that it is live (`world.live_squares`) are weight . features + bias."""
+
+    weight: torch.Tensor  # (channels,) float64
+    bias: torch.Tensor  # () float64
+
+    def logits(self, maps: torch.Tensor) -> torch.Tensor:
+        """maps (n, channels, rows, cols) -> (n, rows, cols) log-odds of live."""
+        return torch.einsum("ncrk,c->nrk", maps.double(), self.weight) + self.bias
+
+
+def probe_labels(model: SokobanPolicy, boards: Sequence[Board]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Over the squares the maps cover: (live (n, rows, cols) bool, floor (n, rows, cols)
+    bool). A probe is fit and judged on the floor alone: a wall is neither."""
+    live = np.stack([_inner(model, live_squares(b)) for b in boards])
+    floor = np.stack([_inner(model, ~b.grid.astype(bool)) for b in boards])
+    return torch.from_numpy(live), torch.from_numpy(floor)
+
+
+def fit_probe(maps: torch.Tensor, live: torch.Tensor, floor: torch.Tensor, steps: int = 200) -> Probe:
+    """Logistic regression of `live` on the features at every floor square of `maps` (n,
+    channels, rows, cols), in float64 by L-BFGS from zero, with a small L2 penalty so that
+    the answer is unique: the same probe from the same maps, however it is run."""
+    x = maps.double().permute(0, 2, 3, 1)[floor]  # (squares, channels)
+    y = live[floor].double()
+    scale = x.std(0).clamp(min=1e-6)  # features on one scale, for L-BFGS
+    w = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
+    b = torch.zeros((), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], max_iter=steps, line_search_fn="strong_wolfe")
+
+    def loss():
+        opt.zero_grad()
+        out = F.binary_cross_entropy_with_logits(x / scale @ w + b, y) + 1e-4 * w.square().sum()
+        out.backward()
+        return out
+
+    with torch.enable_grad():
+        opt.step(loss)
+    return Probe((w / scale).detach(), b.detach())
+
+
+def probe_accuracy(probe: Probe, maps: torch.Tensor, live: torch.Tensor, floor: torch.Tensor) -> float:
+    """The share of floor squares whose liveness the probe gets right (log-odds > 0: live)."""
+    return ((probe.logits(maps) > 0) == live)[floor].double().mean().item()
+
+
+def verdicts(model: SokobanPolicy, boards: Sequence[Board], edit: torch.Tensor | None = None) -> np.ndarray:
+    """(n,): the probability of UNSOLVABLE that the nsteps head gives each start board, read
+    alone after its goal: the verdict. `edit` (n, channels), if given, is added to the
+    encoder's last map at the box's square before the map becomes a token: an intervention
+    on what the encoder says of that square, the board itself unchanged."""
+    planes, goals = _planes(boards)
+    with evaluating(model) as device:
+        planes, goals = planes.to(device), goals.to(device)
+        x = model.encoder.features(planes)[-1]  # (n, channels, rows, cols)
+        if edit is not None:
+            box = torch.from_numpy(_inner(model, planes[:, 4:5].cpu().numpy())).to(device)  # (n, 1, rows, cols)
+            x = x + edit.to(device, x.dtype)[:, :, None, None] * box
+        nsteps = model.attend(model.tokens(goals), model.encoder.pool(x, planes)[:, None])[1][:, 0]
+        return torch.softmax(nsteps.float(), -1)[:, UNSOLVABLE].cpu().numpy()
+
+
+def at_box(model: SokobanPolicy, maps: torch.Tensor, boards: Sequence[Board]) -> torch.Tensor:
+    """(n, channels): each board's features at its box's square, from `maps` (n, channels,
+    rows, cols) of those boards."""
+    off = 1 if model.config.inside else 0
+    rows, cols = (np.array([divmod(b.box, b.shape[1])[k] for b in boards]) - off for k in (0, 1))
+    return maps[torch.arange(len(boards)), :, torch.from_numpy(rows), torch.from_numpy(cols)]
+
+
+def probe_edits(probe: Probe, features: torch.Tensor, to: float, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Edits (n, channels) of `features` (n, channels) at the box's squares that move the
+    probe's log-odds there to `to` along its own direction, and a control: edits of the same
+    sizes along random directions square to it (drawn with `seed`), which the probe cannot
+    see. Returns (along the probe, control), float32."""
+    w = probe.weight
+    along = (to - (features.double() @ w + probe.bias))[:, None] * w / w.square().sum()  # (n, channels)
+    gen = torch.Generator().manual_seed(seed)
+    noise = torch.randn(features.shape, generator=gen, dtype=torch.float64)
+    noise -= (noise @ w)[:, None] * w / w.square().sum()  # square to the probe
+    control = noise / noise.norm(dim=1, keepdim=True) * along.norm(dim=1, keepdim=True)
+    return along.float(), control.float()
+
+
+def verdict_errors(unsolvable_said: np.ndarray, solvable: np.ndarray, box_live: np.ndarray,
+                   box_read_live: np.ndarray) -> dict[str, int]:
+    """The verdict's errors on start boards (each (n,) bool: the verdict says unsolvable; the
+    board can be solved; the box's square is live; the probe reads it live), counted by what
+    the encoder read at the box's square."""
+    wrong_dead = solvable & unsolvable_said  # solvable, called unsolvable
+    wrong_live = ~solvable & ~unsolvable_said  # unsolvable, called solvable
+    return {
+        "solvable, called unsolvable": int(wrong_dead.sum()),
+        "  the probe reads the box's square dead": int((wrong_dead & ~box_read_live).sum()),
+        "unsolvable, called solvable": int(wrong_live.sum()),
+        "  the box on a dead square, read live": int((wrong_live & ~box_live & box_read_live).sum()),
+        "  the box on a live square: the player cannot get behind it": int((wrong_live & box_live).sum()),
     }

@@ -88,14 +88,25 @@ class BoardEncoder(nn.Module):
         self.out = nn.Linear((4 if pieces else 2) * channels, d_model)
 
     def forward(self, planes: torch.Tensor) -> torch.Tensor:
+        return self.pool(self.features(planes)[-1], planes)  # (n, d_model)
+
+    def features(self, planes: torch.Tensor) -> list[torch.Tensor]:
+        """What the convolutions read, (n, 5 or 6 planes, rows, cols), then the feature map
+        after each, (n, channels, rows, cols) (rows - 2, cols - 2 with `inside`): what a
+        probe reads (`look.fit_probe`)."""
         x = planes.float()  # (n, 5, rows, cols)
         if self.region:
             x = torch.cat([x, walkable(x)], 1)  # (n, 6, rows, cols)
         if self.inside:
             x = x[..., 1:-1, 1:-1]  # (n, planes, rows - 2, cols - 2)
-        x = F.gelu(self.first(x))  # (n, channels, rows, cols)
+        maps = [x, F.gelu(self.first(x))]  # (n, channels, rows, cols) from the second on
         for conv in self.convs:
-            x = x + F.gelu(conv(x))  # each layer reaches one square further
+            maps.append(maps[-1] + F.gelu(conv(maps[-1])))  # each layer reaches one square further
+        return maps
+
+    def pool(self, x: torch.Tensor, planes: torch.Tensor) -> torch.Tensor:
+        """The last feature map x (n, channels, rows, cols) of boards `planes` to their tokens
+        (n, d_model)."""
         pooled = [x.amax((2, 3)), x.mean((2, 3))]  # (n, channels) each
         if self.pieces:  # the box plane and the player plane as weights: zero where the piece is absent
             pooled += [(x * planes[:, 4:5, 1:-1, 1:-1] if self.inside else x * planes[:, 4:5]).sum((2, 3)),

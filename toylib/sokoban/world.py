@@ -343,6 +343,15 @@ def push_distance(board: Board) -> float:
     return _pushes_to_goal(board.walls, board.goal, board.shape).get(board.box, math.inf)
 
 
+def live_squares(board: Board) -> np.ndarray:
+    """(rows, cols) bool: the squares from which the box could still be pushed to the goal,
+    were the player always able to get behind it (`push_distance` finite there). The rest of
+    the floor is dead: a box pushed onto it is lost, whatever the player does after."""
+    live = np.zeros(len(board.walls), bool)
+    live[list(_pushes_to_goal(board.walls, board.goal, board.shape))] = True
+    return live.reshape(board.shape)
+
+
 def solve_astar(board: Board) -> list[int] | None:
     """As `shortest_solution`, by the core's A* with `push_distance`: as short, after fewer
     states."""
