@@ -230,3 +230,124 @@ def button(widget, description: str):
     return b
 
 
+
+
+# ----------------------------------------------------------------------------- the probe of the box's square
+
+# A corridor to the goal off a room two squares wide: the box reaches the goal along row 2 or up
+# column 5 then along it; the room's right column, its top and bottom squares are dead.
+ROOM = """
+########
+#####  #
+#.  $  #
+#####  #
+#####  #
+#####@ #
+#####  #
+########"""
+
+
+def test_live_squares_are_where_pushes_can_still_bring_the_box_to_the_goal():
+    from toylib.sokoban.look import box_live
+
+    board = world.from_xsb(ROOM)
+    live = world.live_squares(board)
+    assert live[2, 1:6].all() and live[3:6, 5].all()  # the goal, the row to it, the column up to the row
+    assert not live[:, 6].any()  # against the right wall: no push can bring a box off it
+    assert not live[1, 5] and not live[6, 5]  # the room's top and bottom: no room below or above to push from
+    assert not live[board.grid.astype(bool)].any()  # walls never
+    for square in range(64):  # the same as push_distance
+        if not board.walls[square]:
+            moved = world.Board(board.walls, board.goal, square, board.player if square != board.player else 21)
+            assert bool(live.reshape(-1)[square]) == (world.push_distance(moved) < float("inf"))
+    boards = [world.Board(board.walls, board.goal, s, 45) for s in (20, 13)]
+    assert box_live(boards).tolist() == [True, False]
+
+
+def test_the_encoder_is_its_maps_then_its_pooling():
+    model = tiny().eval()
+    planes = torch.from_numpy(world.to_channels(world.from_xsb(OPEN)))[None]
+    with torch.no_grad():
+        maps = model.encoder.features(planes)
+        assert len(maps) == 1 + model.config.conv_layers and maps[0].shape == (1, 6, 6, 6)
+        assert all(m.shape == (1, 8, 6, 6) for m in maps[1:])  # inside the wall
+        torch.testing.assert_close(model.encoder.pool(maps[-1], planes), model.encoder(planes), rtol=0, atol=0)
+
+
+def test_a_probe_is_logistic_regression_and_comes_out_the_same_every_time():
+    from toylib.sokoban.look import fit_probe
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 5, generator=gen)
+    live = x[:, 0] * 3 - x[:, 2] + 0.5 > 0  # separable along a direction
+    probe = fit_probe(x, live)
+    assert ((probe.logits(x) > 0) == live).double().mean() > 0.98  # the penalty leaves a few at the edge wrong
+    truth = torch.tensor([3.0, 0, -1, 0, 0], dtype=torch.float64)
+    assert torch.cosine_similarity(probe.weight, truth, 0) > 0.99  # the direction that separates them
+    again = fit_probe(x, live)
+    assert torch.equal(probe.weight, again.weight) and torch.equal(probe.bias, again.bias)
+
+
+def test_an_edit_moves_the_probe_reading_to_its_target_and_the_control_is_blind_to_it():
+    from toylib.sokoban.look import Probe, probe_edits
+
+    probe = Probe(torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64), torch.tensor(0.3, dtype=torch.float64))
+    features = torch.randn(6, 3)
+    along, control = probe_edits(probe, features, to=-4.0)
+    torch.testing.assert_close(probe.logits(features + along), torch.full((6,), -4.0, dtype=torch.float64),
+                               rtol=0, atol=1e-5)
+    torch.testing.assert_close(probe.logits(features + control), probe.logits(features), rtol=0, atol=1e-5)
+    torch.testing.assert_close(control.norm(dim=1), along.norm(dim=1))
+
+
+def test_the_verdict_reads_the_box_square_and_an_edit_there_moves_it():
+    from toylib.sokoban.look import at_box, encoder_maps, verdicts
+
+    model = tiny().eval()
+    boards = [world.from_xsb(OPEN), world.from_xsb(CORNER)]
+    plain = verdicts(model, boards)
+    with torch.no_grad():
+        planes = torch.from_numpy(np.stack([world.to_channels(b) for b in boards]))[:, None]
+        goal = torch.from_numpy(np.stack([world.encode(b.grid, b.goal, b.goal, -1) for b in boards]))
+        nsteps = model(goal, planes)[1][:, 0]
+    np.testing.assert_allclose(plain, torch.softmax(nsteps, -1)[:, dataset.UNSOLVABLE].numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(verdicts(model, boards, torch.zeros(2, 8)), plain, rtol=0, atol=1e-6)
+    assert (np.abs(verdicts(model, boards, torch.full((2, 8), 5.0)) - plain) > 1e-4).all()
+    maps = encoder_maps(model, boards)
+    box = [divmod(b.box, 8) for b in boards]
+    for i, (r, c) in enumerate(box):
+        assert torch.equal(at_box(model, maps[-1], boards)[i], maps[-1][i, :, r - 1, c - 1])
+
+
+def test_the_box_map_reads_every_floor_square_but_the_players_and_is_drawn_with_deads_crossed():
+    from toylib.sokoban.look import Probe, box_map, draw_box_map
+
+    model = tiny().eval()
+    board = world.from_xsb(ROOM)
+    probe = Probe(torch.ones(8, dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64))
+    p = box_map(model, probe, board)
+    floor = ~board.grid.astype(bool)
+    floor[divmod(board.player, 8)] = False
+    assert np.isnan(p[~floor]).all() and ((p[floor] >= 0) & (p[floor] <= 1)).all()
+    fig, ax = plt.subplots()
+    draw_box_map(ax, board, p, "title")
+    crosses = [line for line in ax.lines if line.get_marker() == "x"]
+    assert len(crosses) == int((floor & ~world.live_squares(board)).sum() + (~world.live_squares(board).reshape(-1)[board.player]))
+    plt.close(fig)
+
+
+def test_the_verdicts_errors_are_counted_by_what_the_box_square_was_read():
+    from toylib.sokoban.look import probe_claims, verdict_errors
+
+    said = np.array([True, True, False, False, False, False, True])  # unsolvable, says the verdict
+    solvable = np.array([True, True, False, False, False, True, False])
+    live = np.array([True, True, False, True, False, True, False])
+    read = np.array([False, True, True, True, False, True, False])
+    errors = verdict_errors(said, solvable, live, read)
+    assert list(errors.values()) == [2, 1, 3, 1, 1]
+    good = probe_claims([0.5, 0.8, 0.95], 0.52, (0.5, 0.02), (0.9, 0.1), errors)
+    assert not good["a misread box or a player that cannot get behind it: 8 in 10 of the errors on unsolvable boards"]
+    assert sum(good.values()) == 4
+    assert not all(probe_claims([0.6, 0.8, 0.95], 0.52, (0.5, 0.02), (0.9, 0.1), errors).values())
+    assert not probe_claims([0.5, 0.8, 0.95], 0.52, (0.05, 0.02), (0.9, 0.1), errors)[
+        "writing 'dead' turns the verdict on 5 times as many solvable boards as a random edit"]

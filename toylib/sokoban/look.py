@@ -1,7 +1,8 @@
 """Looking inside the Sokoban policy: the frames and animation of a solve with its attention,
 the nsteps head along a solution beside the truth, the first push that kills a board,
 `live_board`, levels to play against the policy in the browser, and how it works: the policy
-with its history taken away at play (`without_history`, `history_claims`).
+with its history taken away at play (`without_history`, `history_claims`), and a probe of what
+the encoder says of the box's square, edited to move the verdict (`fit_probe`, `verdicts`).
 """
 
 from __future__ import annotations
@@ -391,11 +392,6 @@ def _planes(boards: Sequence[Board]) -> tuple[torch.Tensor, torch.Tensor]:
             torch.from_numpy(encode(walls, goals, goals, -1)))
 
 
-def _inner(model: SokobanPolicy, grid: np.ndarray) -> np.ndarray:
-    """(..., rows, cols) -> the squares the encoder's maps cover (inside the wall, with `inside`)."""
-    return grid[..., 1:-1, 1:-1] if model.config.inside else grid
-
-
 def encoder_maps(model: SokobanPolicy, boards: Sequence[Board]) -> list[torch.Tensor]:
     """`BoardEncoder.features` of each board, on the CPU: what the convolutions read, then
     the map after each, (n, planes or channels, rows, cols) each."""
@@ -404,31 +400,22 @@ def encoder_maps(model: SokobanPolicy, boards: Sequence[Board]) -> list[torch.Te
 
 
 class Probe(NamedTuple):
-    """A linear read-out of a feature map, the same at every square: at each square, the
-    log-odds that it is live (`world.live_squares`) are weight . features + bias."""
+    """A linear read-out of the encoder's features at a square: the log-odds that the square
+    is live (`world.live_squares`) are weight . features + bias."""
 
     weight: torch.Tensor  # (channels,) float64
     bias: torch.Tensor  # () float64
 
-    def logits(self, maps: torch.Tensor) -> torch.Tensor:
-        """maps (n, channels, rows, cols) -> (n, rows, cols) log-odds of live."""
-        return torch.einsum("ncrk,c->nrk", maps.double(), self.weight) + self.bias
+    def logits(self, features: torch.Tensor) -> torch.Tensor:
+        """features (n, channels) -> (n,) log-odds of live."""
+        return features.double() @ self.weight + self.bias
 
 
-def probe_labels(model: SokobanPolicy, boards: Sequence[Board]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Over the squares the maps cover: (live (n, rows, cols) bool, floor (n, rows, cols)
-    bool). A probe is fit and judged on the floor alone: a wall is neither."""
-    live = np.stack([_inner(model, live_squares(b)) for b in boards])
-    floor = np.stack([_inner(model, ~b.grid.astype(bool)) for b in boards])
-    return torch.from_numpy(live), torch.from_numpy(floor)
-
-
-def fit_probe(maps: torch.Tensor, live: torch.Tensor, floor: torch.Tensor, steps: int = 200) -> Probe:
-    """Logistic regression of `live` on the features at every floor square of `maps` (n,
-    channels, rows, cols), in float64 by L-BFGS from zero, with a small L2 penalty so that
-    the answer is unique: the same probe from the same maps, however it is run."""
-    x = maps.double().permute(0, 2, 3, 1)[floor]  # (squares, channels)
-    y = live[floor].double()
+def fit_probe(features: torch.Tensor, live: torch.Tensor, steps: int = 200) -> Probe:
+    """Logistic regression of `live` (n,) bool on `features` (n, channels), in float64 by
+    L-BFGS from zero, with a small L2 penalty so that the answer is unique: the same probe
+    from the same features, however it is run."""
+    x, y = features.double(), live.double()
     scale = x.std(0).clamp(min=1e-6)  # features on one scale, for L-BFGS
     w = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
     b = torch.zeros((), dtype=torch.float64, requires_grad=True)
@@ -445,9 +432,9 @@ def fit_probe(maps: torch.Tensor, live: torch.Tensor, floor: torch.Tensor, steps
     return Probe((w / scale).detach(), b.detach())
 
 
-def probe_accuracy(probe: Probe, maps: torch.Tensor, live: torch.Tensor, floor: torch.Tensor) -> float:
-    """The share of floor squares whose liveness the probe gets right (log-odds > 0: live)."""
-    return ((probe.logits(maps) > 0) == live)[floor].double().mean().item()
+def box_live(boards: Sequence[Board]) -> np.ndarray:
+    """(n,) bool: whether each board's box stands on a live square (BFS, `world.live_squares`)."""
+    return np.array([bool(live_squares(b).reshape(-1)[b.box]) for b in boards])
 
 
 def verdicts(model: SokobanPolicy, boards: Sequence[Board], edit: torch.Tensor | None = None) -> np.ndarray:
@@ -460,7 +447,7 @@ def verdicts(model: SokobanPolicy, boards: Sequence[Board], edit: torch.Tensor |
         planes, goals = planes.to(device), goals.to(device)
         x = model.encoder.features(planes)[-1]  # (n, channels, rows, cols)
         if edit is not None:
-            box = torch.from_numpy(_inner(model, planes[:, 4:5].cpu().numpy())).to(device)  # (n, 1, rows, cols)
+            box = planes[:, 4:5, 1:-1, 1:-1] if model.config.inside else planes[:, 4:5]  # (n, 1, rows, cols)
             x = x + edit.to(device, x.dtype)[:, :, None, None] * box
         nsteps = model.attend(model.tokens(goals), model.encoder.pool(x, planes)[:, None])[1][:, 0]
         return torch.softmax(nsteps.float(), -1)[:, UNSOLVABLE].cpu().numpy()
@@ -501,4 +488,53 @@ def verdict_errors(unsolvable_said: np.ndarray, solvable: np.ndarray, box_live: 
         "unsolvable, called solvable": int(wrong_live.sum()),
         "  the box on a dead square, read live": int((wrong_live & ~box_live & box_read_live).sum()),
         "  the box on a live square: the player cannot get behind it": int((wrong_live & box_live).sum()),
+    }
+
+
+def box_map(model: SokobanPolicy, probe: Probe, board: Board) -> np.ndarray:
+    """(rows, cols): the probe's P(live) at the box's square, the box put on each floor square
+    of `board` in turn, the player where it stands: what the encoder says of every square as
+    a place for the box. NaN on walls and on the player's square."""
+    squares = [s for s in range(len(board.walls)) if not board.walls[s] and s != board.player]
+    moved = [dataclasses.replace(board, box=s) for s in squares]
+    features = at_box(model, encoder_maps(model, moved)[-1], moved)  # (squares, channels)
+    out = np.full(len(board.walls), np.nan)
+    out[squares] = torch.sigmoid(probe.logits(features)).numpy()
+    return out.reshape(board.shape)
+
+
+def draw_box_map(ax: Axes, board: Board, live_p: np.ndarray, title: str | None = None):
+    """`board` with each floor square coloured by `box_map`'s P(live), and a cross on each
+    square that BFS finds dead. Returns the colour layer (for a colour bar)."""
+    px = 16
+    ax.imshow(render_rgb(board, px), interpolation="nearest")
+    layer = ax.imshow(np.ma.masked_invalid(live_p), cmap="RdYlGn", vmin=0, vmax=1, alpha=0.6,
+                      extent=(0, board.shape[1] * px, board.shape[0] * px, 0), interpolation="nearest")
+    dead = np.flatnonzero(~live_squares(board).reshape(-1) & ~board.grid.reshape(-1).astype(bool))
+    for s in dead:
+        ax.plot(*board_xy(int(s), px), "x", color="black", ms=5, mew=1.2)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title, fontsize=TITLE_PT)
+    return layer
+
+
+def probe_claims(depth: Sequence[float], majority: float, dead: tuple[float, float],
+                 live: tuple[float, float], errors: dict[str, int]) -> dict[str, bool]:
+    """"How it works": the box probe's held-out accuracy after each convolution (`depth`, the
+    planes first) against the majority class; the share of verdicts an edit turns, (along
+    the probe, the random control), writing "dead" on solvable boards and "live" on boards
+    whose box is on a dead square; and `verdict_errors`."""
+    wrong = errors["unsolvable, called solvable"]
+    read = (errors["  the box on a dead square, read live"]
+            + errors["  the box on a live square: the player cannot get behind it"])
+    return {
+        "the planes alone say no more than the majority class": depth[0] < majority + 0.05,
+        "after the last convolution the probe is right on over 90 % of held-out boxes": depth[-1] > 0.9,
+        "writing 'dead' turns the verdict on 5 times as many solvable boards as a random edit":
+            dead[0] >= 5 * max(dead[1], 0.01),
+        "writing 'live' turns it on 3 times as many dead boxes as a random edit": live[0] >= 3 * max(live[1], 0.01),
+        "a misread box or a player that cannot get behind it: 8 in 10 of the errors on unsolvable boards":
+            read >= 0.8 * wrong,
     }
