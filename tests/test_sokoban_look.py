@@ -312,6 +312,11 @@ def test_the_verdict_reads_the_box_square_and_an_edit_there_moves_it():
         nsteps = model(goal, planes)[1][:, 0]
     np.testing.assert_allclose(plain, torch.softmax(nsteps, -1)[:, dataset.UNSOLVABLE].numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(verdicts(model, boards, torch.zeros(2, 8)), plain, rtol=0, atol=1e-6)
+    again, tokens, states = verdicts(model, boards, states=True)  # and what the transformer read and wrote
+    np.testing.assert_array_equal(again, plain)
+    with torch.no_grad():
+        torch.testing.assert_close(tokens, model.tokens(planes[:, 0]))
+    assert states.shape == (2, 16) and not model.nsteps_head._forward_pre_hooks  # the hook is gone
     assert (np.abs(verdicts(model, boards, torch.full((2, 8), 5.0)) - plain) > 1e-4).all()
     maps = encoder_maps(model, boards)
     box = [divmod(b.box, 8) for b in boards]

@@ -437,7 +437,7 @@ class MazeNet(MazeModel):
         bias over them, (batch, head, 1, W): `cross_bias` at those tiles, -inf off the grid. With
         `window` every other tile gets -inf, so reading these alone gives each step the weights
         it would give reading every tile, at a cost that does not grow with the maze."""
-        r, (rows, cols) = self.config.radius, shape
+        r, cols = self.config.radius, shape[1]
         # (batch, W, 2): each place's (row, column), the window row by row
         at = here[:, None] + _window(r, here.device)
         on = ((at >= 0) & (at < at.new_tensor(shape))).all(-1)  # (batch, W)

@@ -437,20 +437,27 @@ def box_live(boards: Sequence[Board]) -> np.ndarray:
     return np.array([bool(live_squares(b).reshape(-1)[b.box]) for b in boards])
 
 
-def verdicts(model: SokobanPolicy, boards: Sequence[Board], edit: torch.Tensor | None = None) -> np.ndarray:
+def verdicts(model: SokobanPolicy, boards: Sequence[Board], edit: torch.Tensor | None = None,
+             states: bool = False) -> np.ndarray | tuple[np.ndarray, torch.Tensor, torch.Tensor]:
     """(n,): the probability of UNSOLVABLE that the nsteps head gives each start board, read
     alone after its goal: the verdict. `edit` (n, channels), if given, is added to the
     encoder's last map at the box's square before the map becomes a token: an intervention
-    on what the encoder says of that square, the board itself unchanged."""
+    on what the encoder says of that square, the board itself unchanged. states: also each
+    board's token (n, d_model) and the transformer's output at it (n, d_model), on the CPU."""
     planes, goals = _planes(boards)
+    out = []  # what the heads read: the transformer's output at each board
+    hook = model.nsteps_head.register_forward_pre_hook(lambda head, args: out.append(args[0][:, 0]))
     with evaluating(model) as device:
         planes, goals = planes.to(device), goals.to(device)
         x = model.encoder.features(planes)[-1]  # (n, channels, rows, cols)
         if edit is not None:
             box = planes[:, 4:5, 1:-1, 1:-1] if model.config.inside else planes[:, 4:5]  # (n, 1, rows, cols)
             x = x + edit.to(device, x.dtype)[:, :, None, None] * box
-        nsteps = model.attend(model.tokens(goals), model.encoder.pool(x, planes)[:, None])[1][:, 0]
-        return torch.softmax(nsteps.float(), -1)[:, UNSOLVABLE].cpu().numpy()
+        token = model.encoder.pool(x, planes)  # (n, d_model)
+        nsteps = model.attend(model.tokens(goals), token[:, None])[1][:, 0]
+    hook.remove()
+    p = torch.softmax(nsteps.float(), -1)[:, UNSOLVABLE].cpu().numpy()
+    return (p, token.cpu(), out[0].cpu()) if states else p
 
 
 def at_box(model: SokobanPolicy, maps: torch.Tensor, boards: Sequence[Board]) -> torch.Tensor:
