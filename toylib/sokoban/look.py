@@ -491,10 +491,10 @@ def verdict_errors(unsolvable_said: np.ndarray, solvable: np.ndarray, box_live: 
     wrong_live = ~solvable & ~unsolvable_said  # unsolvable, called solvable
     return {
         "solvable, called unsolvable": int(wrong_dead.sum()),
-        "  the probe reads the box's square dead": int((wrong_dead & ~box_read_live).sum()),
+        "of those, the probe reads the box's square dead": int((wrong_dead & ~box_read_live).sum()),
         "unsolvable, called solvable": int(wrong_live.sum()),
-        "  the box on a dead square, read live": int((wrong_live & ~box_live & box_read_live).sum()),
-        "  the box on a live square: the player cannot get behind it": int((wrong_live & box_live).sum()),
+        "of those, the box on a dead square, read live": int((wrong_live & ~box_live & box_read_live).sum()),
+        "of those, the box on a live square: the player cannot get behind it": int((wrong_live & box_live).sum()),
     }
 
 
@@ -534,8 +534,8 @@ def probe_claims(depth: Sequence[float], majority: float, dead: tuple[float, flo
     the probe, the random control), writing "dead" on solvable boards and "live" on boards
     whose box is on a dead square; and `verdict_errors`."""
     wrong = errors["unsolvable, called solvable"]
-    read = (errors["  the box on a dead square, read live"]
-            + errors["  the box on a live square: the player cannot get behind it"])
+    read = (errors["of those, the box on a dead square, read live"]
+            + errors["of those, the box on a live square: the player cannot get behind it"])
     return {
         "the planes alone say no more than the majority class": depth[0] < majority + 0.05,
         "after the last convolution the probe is right on over 90 % of held-out boxes": depth[-1] > 0.9,
