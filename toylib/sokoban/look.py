@@ -80,13 +80,9 @@ def _read(model: SokobanPolicy, boards: Sequence[Board]) -> tuple[torch.Tensor, 
     causal, so row t is what the policy makes of board t having seen boards 0..t only."""
     if not boards or len(boards) > model.config.n_ctx:
         raise ValueError(f"the policy reads 1 to {model.config.n_ctx} boards, got {len(boards)}")
-    walls = np.stack([b.grid for b in boards])  # (T, rows, cols)
-    planes = encode(walls, [b.goal for b in boards], [b.box for b in boards],
-                    [b.player for b in boards])  # (T, 5, rows, cols)
-    goal = encode(walls[0], boards[0].goal, boards[0].goal, -1)  # (5, rows, cols): no player
+    planes, goals = _planes(boards)  # (T, 5, rows, cols) each; the goal is the level's
     with evaluating(model) as device:
-        action, nsteps, patterns = model(torch.from_numpy(goal[None]).to(device),
-                                         torch.from_numpy(planes[None]).to(device))[:3]
+        action, nsteps, patterns = model(goals[:1].to(device), planes[None].to(device))[:3]
     return action[0].cpu(), nsteps[0].cpu(), patterns[0].cpu()
 
 
