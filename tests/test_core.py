@@ -177,6 +177,11 @@ def test_train_options_refuse_bad_values():
         TrainOptions(steps=5, schedule="linear")
     with pytest.raises(ValueError, match="optimizer"):
         TrainOptions(steps=5, optimizer="adam")
+    # a plateau sets the rate itself: a warm-up or a schedule beside it would do nothing, unsaid
+    with pytest.raises(ValueError, match="warmup=100"):
+        TrainOptions(steps=5, plateau=(0.5, 2), warmup=100)
+    with pytest.raises(ValueError, match="schedule='cosine'"):
+        TrainOptions(steps=5, plateau=(0.5, 2), schedule="cosine")
 
 
 def test_snapshots_keep_a_frame_per_evaluation_in_eval_mode():

@@ -393,6 +393,12 @@ def test_presets_are_the_posts_configs_trained_its_way():
     assert "--post" not in cli.parser(training.CHAPTER).format_help()
 
 
+def test_the_default_clips_the_gradient_and_the_post_s_recipe_does_not():
+    # the fit reads the clip from the config; the post trained unclipped
+    assert TicTacToeConfig().train_options(steps_per_epoch=10).grad_clip == 1.0
+    assert all(c.train_options(steps_per_epoch=10).grad_clip is None for c, _ in POST_CONFIGS.values())
+
+
 def test_benchmark_trains_and_measures_without_the_details(capsys):
     from toylib import cli
 

@@ -102,6 +102,10 @@ class TrainOptions:
             raise ValueError(f"optimizer must be 'adamw' or 'sgd', got {self.optimizer!r}")
         if self.schedule not in ("constant", "cosine"):
             raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.schedule!r}")
+        if self.plateau is not None and (self.warmup or self.schedule != "constant"):
+            # the plateau sets the rate itself: a schedule beside it would be silently ignored
+            raise ValueError(f"plateau replaces the schedule: give warmup=0 and schedule='constant' with it, "
+                             f"got warmup={self.warmup}, schedule={self.schedule!r}")
         names = (self.monitor,) if isinstance(self.monitor, str) else self.monitor
         if not isinstance(names, tuple) or not names or not all(isinstance(n, str) and n.lstrip("-") for n in names):
             raise ValueError(f"monitor must be a metric's name or a tuple of them, got {self.monitor!r}")
