@@ -281,11 +281,27 @@ def test_a_probe_is_logistic_regression_and_comes_out_the_same_every_time():
     x = torch.randn(400, 5, generator=gen)
     live = x[:, 0] * 3 - x[:, 2] + 0.5 > 0  # separable along a direction
     probe = fit_probe(x, live)
-    assert ((probe.logits(x) > 0) == live).double().mean() > 0.98  # the penalty leaves a few at the edge wrong
+    assert ((probe.read(x) > 0) == live).double().mean() > 0.98  # the penalty leaves a few at the edge wrong
     truth = torch.tensor([3.0, 0, -1, 0, 0], dtype=torch.float64)
     assert torch.cosine_similarity(probe.weight, truth, 0) > 0.99  # the direction that separates them
     again = fit_probe(x, live)
+    with pytest.raises(ValueError, match="live"):
+        fit_probe(x[0], live)
     assert torch.equal(probe.weight, again.weight) and torch.equal(probe.bias, again.bias)
+
+
+def test_a_count_probe_is_least_squares_and_finds_a_linear_count():
+    from toylib.sokoban.look import fit_count_probe
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(500, 4, generator=gen) * torch.tensor([1.0, 10.0, 0.1, 1.0])  # features of unlike scales
+    counts = 2 * x[:, 0] - 0.5 * x[:, 1] + 7
+    probe = fit_count_probe(x, counts)
+    torch.testing.assert_close(probe.read(x), counts.double(), rtol=0, atol=0.05)  # the ridge shrinks a little
+    noisy = counts + torch.randn(500, generator=gen)
+    assert (probe.read(x) - counts).abs().mean() < (noisy - counts).abs().mean()
+    with pytest.raises(ValueError, match=r"counts \(n,\), got \(500, 4\) and \(10,\)"):
+        fit_count_probe(x, counts[:10])
 
 
 def test_an_edit_moves_the_probe_reading_to_its_target_and_the_control_is_blind_to_it():
@@ -294,9 +310,9 @@ def test_an_edit_moves_the_probe_reading_to_its_target_and_the_control_is_blind_
     probe = Probe(torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64), torch.tensor(0.3, dtype=torch.float64))
     features = torch.randn(6, 3)
     along, control = probe_edits(probe, features, to=-4.0)
-    torch.testing.assert_close(probe.logits(features + along), torch.full((6,), -4.0, dtype=torch.float64),
+    torch.testing.assert_close(probe.read(features + along), torch.full((6,), -4.0, dtype=torch.float64),
                                rtol=0, atol=1e-5)
-    torch.testing.assert_close(probe.logits(features + control), probe.logits(features), rtol=0, atol=1e-5)
+    torch.testing.assert_close(probe.read(features + control), probe.read(features), rtol=0, atol=1e-5)
     torch.testing.assert_close(control.norm(dim=1), along.norm(dim=1))
 
 

@@ -310,6 +310,11 @@ def test_training_is_deterministic_and_learns(data):
     assert cfg.train_on_val and h1.steps == 3 * -(-(len(data.train) + len(data.val)) // cfg.batch_size)
     _, h3 = training.train(dataclasses.replace(cfg, train_on_val=False, max_epochs=1), data, progress=False)
     assert h3.steps == -(-len(data.train) // cfg.batch_size)
+    # the stopping rule judges the moves as played: both heads, as the scorecard judges them
+    learnt = dataset.Positions.concat(data.train, data.val)
+    kept = next(r for r in h1.records if r["step"] == (h1.restored_step or h1.steps))  # the weights returned
+    assert kept["train_optimal"] == measure.score(m1, learnt).optimal
+    assert measure.score(m1, learnt).optimal != measure.score(m1, learnt, value=False).optimal
 
 
 def test_concatenated_positions_keep_every_optimal_move(data):
@@ -391,12 +396,6 @@ def test_presets_are_the_posts_configs_trained_its_way():
     post2 = cli.configure(training.CHAPTER, {"max_epochs": 3}, preset="post2")
     assert post2.dropout == 0.1 and post2.loss == "label" and not post2.train_on_val and post2.max_epochs == 3
     assert "--post" not in cli.parser(training.CHAPTER).format_help()
-
-
-def test_the_default_clips_the_gradient_and_the_post_s_recipe_does_not():
-    # the fit reads the clip from the config; the post trained unclipped
-    assert TicTacToeConfig().train_options(steps_per_epoch=10).grad_clip == 1.0
-    assert all(c.train_options(steps_per_epoch=10).grad_clip is None for c, _ in POST_CONFIGS.values())
 
 
 def test_benchmark_trains_and_measures_without_the_details(capsys):

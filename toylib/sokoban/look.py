@@ -2,7 +2,8 @@
 the nsteps head along a solution beside the truth, the first push that kills a board,
 `live_board`, levels to play against the policy in the browser, and how it works: the policy
 with its history taken away at play (`without_history`, `history_claims`), and a probe of what
-the encoder says of the box's square, edited to move the verdict (`fit_probe`, `verdicts`).
+the encoder says of the box's square, edited to move the verdict (`fit_probe`, `verdicts`),
+and of the moves left (`fit_count_probe`).
 """
 
 from __future__ import annotations
@@ -27,19 +28,8 @@ from toylib.plot import DPI, LABEL_PT, TITLE_PT, animate, colorbar
 from toylib.sokoban.dataset import N_NSTEPS, UNSOLVABLE, nsteps_class, replay
 from toylib.sokoban.measure import START, Accuracies, Walks
 from toylib.sokoban.net import SokobanPolicy
-from toylib.sokoban.world import (
-    ACTION_NAMES,
-    SIZE,
-    Board,
-    Play,
-    encode,
-    from_xsb,
-    live_squares,
-    moves_to_goal,
-    render_rgb,
-    shortest_solution,
-    walled,
-)
+from toylib.sokoban.world import (ACTION_NAMES, SIZE, Board, Play, encode, from_xsb, live_squares, moves_to_goal,
+                                  render_rgb, shortest_solution, walled)
 
 # ----------------------------------------------------------------------------- looking inside
 
@@ -396,14 +386,14 @@ def encoder_maps(model: SokobanPolicy, boards: Sequence[Board]) -> list[torch.Te
 
 
 class Probe(NamedTuple):
-    """A linear read-out of the encoder's features at a square: the log-odds that the square
-    is live (`world.live_squares`) are weight . features + bias."""
+    """A linear read-out of features, weight . features + bias: the log-odds of a yes or no
+    (`fit_probe`: is the box's square live, `world.live_squares`) or a number (`fit_count_probe`)."""
 
     weight: torch.Tensor  # (channels,) float64
     bias: torch.Tensor  # () float64
 
-    def logits(self, features: torch.Tensor) -> torch.Tensor:
-        """features (n, channels) -> (n,) log-odds of live."""
+    def read(self, features: torch.Tensor) -> torch.Tensor:
+        """features (n, channels) -> (n,) float64."""
         return features.double() @ self.weight + self.bias
 
 
@@ -411,6 +401,9 @@ def fit_probe(features: torch.Tensor, live: torch.Tensor, steps: int = 200) -> P
     """Logistic regression of `live` (n,) bool on `features` (n, channels), in float64 by
     L-BFGS from zero, with a small L2 penalty so that the answer is unique: the same probe
     from the same features, however it is run."""
+    if features.ndim != 2 or live.shape != features.shape[:1]:
+        raise ValueError(f"features are (n, channels) and live (n,), "
+                         f"got {tuple(features.shape)} and {tuple(live.shape)}")
     x, y = features.double(), live.double()
     scale = x.std(0).clamp(min=1e-6)  # features on one scale, for L-BFGS
     w = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
@@ -426,6 +419,19 @@ def fit_probe(features: torch.Tensor, live: torch.Tensor, steps: int = 200) -> P
     with torch.enable_grad():
         opt.step(loss)
     return Probe((w / scale).detach(), b.detach())
+
+
+def fit_count_probe(features: torch.Tensor, counts: torch.Tensor, ridge: float = 1e-3) -> Probe:
+    """Least squares of `counts` (n,) on `features` (n, channels), in float64 and solved in
+    closed form, with a small ridge on the standardised features so that the answer is unique."""
+    if features.ndim != 2 or counts.shape != features.shape[:1]:
+        raise ValueError(f"features are (n, channels) and counts (n,), "
+                         f"got {tuple(features.shape)} and {tuple(counts.shape)}")
+    x, y = features.double(), counts.double()
+    mean, scale = x.mean(0), x.std(0).clamp(min=1e-6)
+    z = (x - mean) / scale  # (n, channels)
+    w = torch.linalg.solve(z.T @ z + ridge * len(z) * torch.eye(z.shape[1], dtype=z.dtype), z.T @ (y - y.mean()))
+    return Probe(w / scale, y.mean() - (mean / scale) @ w)
 
 
 def box_live(boards: Sequence[Board]) -> np.ndarray:
@@ -502,7 +508,7 @@ def box_map(model: SokobanPolicy, probe: Probe, board: Board) -> np.ndarray:
     moved = [dataclasses.replace(board, box=s) for s in squares]
     features = at_box(model, encoder_maps(model, moved)[-1], moved)  # (squares, channels)
     out = np.full(len(board.walls), np.nan)
-    out[squares] = torch.sigmoid(probe.logits(features)).numpy()
+    out[squares] = torch.sigmoid(probe.read(features)).numpy()
     return out.reshape(board.shape)
 
 
