@@ -366,9 +366,14 @@ def test_the_verdicts_errors_are_counted_by_what_the_box_square_was_read():
     read = np.array([False, True, True, True, False, True, False])
     errors = verdict_errors(said, solvable, live, read)
     assert list(errors.values()) == [2, 1, 3, 1, 1]
-    good = probe_claims([0.5, 0.8, 0.95], 0.52, (0.5, 0.02), (0.9, 0.1), errors)
+    off = (1.4, 1.3, 2.2)  # moves left, mean error: token, transformer's output, distances
+    good = probe_claims([0.5, 0.8, 0.95], 0.52, (0.5, 0.02), (0.9, 0.1), errors, off)
     assert not good["a misread box or a player that cannot get behind it: 8 in 10 of the errors on unsolvable boards"]
-    assert sum(good.values()) == 4
-    assert not all(probe_claims([0.6, 0.8, 0.95], 0.52, (0.5, 0.02), (0.9, 0.1), errors).values())
-    assert not probe_claims([0.5, 0.8, 0.95], 0.52, (0.05, 0.02), (0.9, 0.1), errors)[
+    assert sum(good.values()) == 6
+    assert not all(probe_claims([0.6, 0.8, 0.95], 0.52, (0.5, 0.02), (0.9, 0.1), errors, off).values())
+    assert not probe_claims([0.5, 0.8, 0.95], 0.52, (0.05, 0.02), (0.9, 0.1), errors, off)[
         "writing 'dead' turns the verdict on 5 times as many solvable boards as a random edit"]
+    worse = probe_claims([0.5, 0.8, 0.95], 0.52, (0.5, 0.02), (0.9, 0.1), errors, (2.0, 1.0, 2.2))
+    assert [k for k, v in worse.items() if not v and k.startswith(("the token", "the transformer"))] == [
+        "the token reads moves left with a fifth less error than the distances",
+        "the transformer's output reads them less than a fifth better"]

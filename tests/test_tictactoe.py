@@ -310,11 +310,6 @@ def test_training_is_deterministic_and_learns(data):
     assert cfg.train_on_val and h1.steps == 3 * -(-(len(data.train) + len(data.val)) // cfg.batch_size)
     _, h3 = training.train(dataclasses.replace(cfg, train_on_val=False, max_epochs=1), data, progress=False)
     assert h3.steps == -(-len(data.train) // cfg.batch_size)
-    # the stopping rule judges the moves as played: both heads, as the scorecard judges them
-    learnt = dataset.Positions.concat(data.train, data.val)
-    kept = next(r for r in h1.records if r["step"] == (h1.restored_step or h1.steps))  # the weights returned
-    assert kept["train_optimal"] == measure.score(m1, learnt).optimal
-    assert measure.score(m1, learnt).optimal != measure.score(m1, learnt, value=False).optimal
 
 
 def test_concatenated_positions_keep_every_optimal_move(data):

@@ -370,8 +370,7 @@ def history_claims(whole: Accuracies, blind: Accuracies, baseline: Accuracies) -
 
 
 def _planes(boards: Sequence[Board]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Start boards as the policy reads them: (boards (n, 5, rows, cols), their goal boards
-    (n, 5, rows, cols): the box on the goal, no player)."""
+    """Start boards as the policy reads them, and their goal boards (box on goal, no player): (n, 5, rows, cols)."""
     walls, goals = np.stack([b.grid for b in boards]), np.array([b.goal for b in boards])
     return (torch.from_numpy(encode(walls, goals, np.array([b.box for b in boards]),
                                     np.array([b.player for b in boards]))),
@@ -379,8 +378,7 @@ def _planes(boards: Sequence[Board]) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def encoder_maps(model: SokobanPolicy, boards: Sequence[Board]) -> list[torch.Tensor]:
-    """`BoardEncoder.features` of each board, on the CPU: what the convolutions read, then
-    the map after each, (n, planes or channels, rows, cols) each."""
+    """`BoardEncoder.features` of each board on the CPU: the planes, then each convolution's map (n, ch, rows, cols)."""
     with evaluating(model) as device:
         return [m.cpu() for m in model.encoder.features(_planes(boards)[0].to(device))]
 
@@ -529,12 +527,13 @@ def draw_box_map(ax: Axes, board: Board, live_p: np.ndarray, title: str | None =
     return layer
 
 
-def probe_claims(depth: Sequence[float], majority: float, dead: tuple[float, float],
-                 live: tuple[float, float], errors: dict[str, int]) -> dict[str, bool]:
+def probe_claims(depth: Sequence[float], majority: float, dead: tuple[float, float], live: tuple[float, float],
+                 errors: dict[str, int], moves_off: Sequence[float]) -> dict[str, bool]:
     """"How it works": the box probe's held-out accuracy after each convolution (`depth`, the
     planes first) against the majority class; the share of verdicts an edit turns, (along
     the probe, the random control), writing "dead" on solvable boards and "live" on boards
-    whose box is on a dead square; and `verdict_errors`."""
+    whose box is on a dead square; `verdict_errors`; and the mean error of moves left read
+    by `fit_count_probe` from the board's token, the transformer's output, and two distances."""
     wrong = errors["unsolvable, called solvable"]
     read = (errors["of those, the box on a dead square, read live"]
             + errors["of those, the box on a live square: the player cannot get behind it"])
@@ -546,4 +545,6 @@ def probe_claims(depth: Sequence[float], majority: float, dead: tuple[float, flo
         "writing 'live' turns it on 3 times as many dead boxes as a random edit": live[0] >= 3 * max(live[1], 0.01),
         "a misread box or a player that cannot get behind it: 8 in 10 of the errors on unsolvable boards":
             read >= 0.8 * wrong,
+        "the token reads moves left with a fifth less error than the distances": moves_off[0] <= 0.8 * moves_off[2],
+        "the transformer's output reads them less than a fifth better": moves_off[1] > 0.8 * moves_off[0],
     }

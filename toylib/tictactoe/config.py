@@ -25,7 +25,6 @@ class TicTacToeConfig:
     lr: float = 3e-3
     weight_decay: float = 0.3  # strong, for unseen positions; at 0.5 some seeds never fit a hard class (the post: 0.01)
     decay_all: bool = True  # decay biases and LayerNorm gains too (False: nanoGPT's rule; measured, no better)
-    grad_clip: float | None = None  # clip the gradient's norm to this (measured at 1.0: seeds miss other classes)
     batch_size: int = 128
     max_epochs: int = 100
     plateau_factor: float = 0.5  # the learning rate times this after `plateau_patience` epochs without a better `monitor`

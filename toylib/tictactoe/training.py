@@ -28,8 +28,7 @@ def train(config: TicTacToeConfig, data: Dataset | None = None, device: torch.de
     With `early_stopping`, training stops after that many epochs without a better `monitor`
     and the best weights are restored (the post's rule, on the validation loss). With
     `stop_at_target`, it stops at the first epoch where every training and validation
-    position gets an optimal move as the model plays (both heads, `measure.model_moves`);
-    the test split is never looked at.
+    position gets an optimal move from the board head alone; the test split is never looked at.
     """
     if data is None:
         data = for_config(config)
@@ -42,15 +41,14 @@ def train(config: TicTacToeConfig, data: Dataset | None = None, device: torch.de
     # for a small model: only when the stopping rule needs it
     needs_train = config.stop_at_target or "non_optimal" in config.monitor
 
-    # the stopping rule and the plateau judge the moves as played, the board head's log-odds
-    # plus the value head's expected outcome (measure.model_moves): judged on the board head
-    # alone, training could stop where the value head turned a learnt position's move wrong
+    # the stopping rule and the plateau judge the board head's moves alone: the value head
+    # learns beside it, and playing weighs both (measure.model_moves)
     def evaluate(m):
         val_loss = tictactoe_loss(m, data.val, config.loss).item()
-        val = score(m, data.val)
+        val = score(m, data.val, value=False)
         record = {"val_loss": val_loss, "val_optimal": val.optimal, "val_exact_label": val.exact_label}
         if needs_train:
-            learnt = score(m, learn)
+            learnt = score(m, learn, value=False)
             record["train_optimal"] = learnt.optimal  # over every position learnt from
             # positions given a non-optimal move, validation and training alike (each counted once)
             record["non_optimal"] = round((1 - learnt.optimal) * len(learn)
