@@ -1,4 +1,5 @@
 import dataclasses
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -272,6 +273,37 @@ def test_kinds_of_position():
     fork = world.parse_board("... ..X OXO")  # X's only winning move, the centre, makes two threats
     assert world.kind_of(fork) == "fork" and world.optimal_moves(fork) == [4]
     assert world.threats(world.parse_board("... .XX OXO"), X) == [1, 3]
+
+
+def test_fork_places_are_where_the_two_threat_moves_stand():
+    assert world.fork_place(world.parse_board("... ..X OXO")) == "centre"
+    # the benchmark's missed class: cell 1 (an edge) makes threats on row 0 and column 1
+    edge = world.parse_board("..X ..O OX.")
+    assert world.fork_moves(edge) == [1] and world.fork_place(edge) == "edge"
+    corner = world.parse_board("... X.O .OX")  # X's corner 0 makes threats on column 0 and the diagonal
+    assert world.fork_moves(corner) == [0] and world.fork_place(corner) == "corner"
+    quiet = world.parse_board("X.. .O. ..X")  # O to move, and no move of O's makes two threats
+    assert world.fork_moves(quiet) == [] and world.fork_place(quiet) is None
+    assert world.fork_place(world.parse_board("XX. OO. ...")) is None  # a win now is not a fork
+    assert [world.CELL_PLACES[c] for c in (0, 1, 4)] == ["corner", "edge", "centre"]
+    assert all(world.fork_place(world.permute(edge, perm)) == "edge" for perm in world.SYMMETRIES)
+    with pytest.raises(ValueError):
+        world.fork_moves((3,) * 9)
+
+
+def test_fork_places_count_each_split_and_the_claims_follow_them(data):
+    places = measure.fork_places(data)
+    assert set(places) == {"train", "val", "test"}
+    every = [world.fork_place(b) for b in data.everything.boards.tolist()]
+    for place in ("corner", "edge", "centre", "mixed"):  # each fork position counted once, in its split
+        assert sum(p[place] for p in places.values()) == every.count(place) > 0
+    missed = world.parse_board("..X ..O OX.")
+    assert all(measure.fork_claims(places, missed, "test").values())
+    assert not measure.fork_claims(places, missed, "train")["the missed fork class is on an edge, in the test split"]
+    many_edges = {**places, "train": places["train"] + Counter(edge=1000)}
+    assert not all(measure.fork_claims(many_edges, missed, "test").values())
+    a_corner = {**places, "test": places["test"] + Counter(corner=8)}
+    assert not measure.fork_claims(a_corner, missed, "test")["every fork position of the test split is on an edge"]
 
 
 def test_attention_profile_shares_sum_to_one():

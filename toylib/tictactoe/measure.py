@@ -21,8 +21,8 @@ from toylib.targets import Target, format_table, pct, share_target, time_target
 from toylib.tictactoe.config import POST_SMALLEST, TicTacToeConfig
 from toylib.tictactoe.dataset import Dataset, Positions
 from toylib.tictactoe.net import RELATION_NAMES, TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet
-from toylib.tictactoe.world import (EMPTY, Board, O, TicTacToe, X, canonical, kind_of, open_positions, optimal_moves,
-                                   to_move)
+from toylib.tictactoe.world import (EMPTY, Board, O, TicTacToe, X, canonical, fork_place, kind_of, open_positions,
+                                   optimal_moves, to_move)
 
 
 # ----------------------------------------------------------------------------- the model's moves and scores, which training watches
@@ -384,3 +384,23 @@ def post_claims(scores: dict[str, Scores], largest_lost: int) -> dict[str, bool]
         "dropout and 8 heads move optimal moves by under 5 points": optimal_gap(scores) < 0.05,
     }
 
+
+def fork_places(data: Dataset) -> dict[str, Counter]:
+    """For each split ("train", "val", "test"), how many of its positions are forks with
+    their forks on each place (`world.fork_place`: corner, edge, centre or mixed)."""
+    return {name: Counter(p for b in getattr(data, name).boards.tolist() if (p := fork_place(b)))
+            for name in ("train", "val", "test")}
+
+
+def fork_claims(places: dict[str, Counter], missed: Board, missed_split: str) -> dict[str, bool]:
+    """The sentences on why a seed can miss the fork class `missed` (from split `missed_split`):
+    `fork_places`' counts show forks on edges rare in what the model learns from, and the
+    test split's forks, the class among them, all on edges."""
+    learnt = places["train"] + places["val"]
+    return {
+        "in what the model learns from, forks on edges alone are under a third of those on corners alone":
+            learnt["edge"] < learnt["corner"] / 3,
+        "the missed fork class is on an edge, in the test split":
+            fork_place(missed) == "edge" and missed_split == "test",
+        "every fork position of the test split is on an edge": places["test"]["edge"] == places["test"].total(),
+    }

@@ -241,17 +241,35 @@ def threats(board: Sequence[int], player: int) -> list[int]:
 
 def kind_of(board: Sequence[int]) -> str:
     """"win": the player to move can win now; "block": it cannot, and must stop the
-    opponent's line; "fork": an optimal move makes two threats at once; else "quiet"."""
-    state = TicTacToe(tuple(board))
-    me = state.current_player()
-    them = O if me == X else X
+    opponent's line; "fork": an optimal move makes two threats at once (`fork_moves`); else "quiet"."""
+    board = TicTacToe(tuple(board)).board  # checked: a legal position
+    me = to_move(board)
     if threats(board, me):
         return "win"
-    if threats(board, them):
+    if threats(board, O if me == X else X):
         return "block"
-    if any(len(threats(child(state.board, a, me), me)) >= 2 for a in optimal_moves(board)):
-        return "fork"
-    return "quiet"
+    return "fork" if fork_moves(board) else "quiet"
+
+
+# each cell's place on the board: a corner is on 3 lines, an edge on 2, the centre on 4
+CELL_PLACES = ("corner", "edge", "corner", "edge", "centre", "edge", "corner", "edge", "corner")
+
+
+def fork_moves(board: Sequence[int]) -> list[int]:
+    """The optimal moves that make two threats at once for the player to move."""
+    state = TicTacToe(check_board(board))
+    me = state.current_player()
+    return [a for a in optimal_moves(state.board) if len(threats(child(state.board, a, me), me)) >= 2]
+
+
+def fork_place(board: Sequence[int]) -> str | None:
+    """Where a fork position's forks are (`kind_of` is "fork"): "corner", "edge" or "centre"
+    when every optimal move that makes two threats is on that kind of cell (`CELL_PLACES`),
+    "mixed" when they are on more than one; None for any other kind of position."""
+    if kind_of(board) != "fork":
+        return None
+    places = {CELL_PLACES[a] for a in fork_moves(board)}
+    return places.pop() if len(places) == 1 else "mixed"
 
 
 # ----------------------------------------------------------------------------- pictures
