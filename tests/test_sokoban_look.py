@@ -285,9 +285,9 @@ def test_a_probe_is_logistic_regression_and_comes_out_the_same_every_time():
     truth = torch.tensor([3.0, 0, -1, 0, 0], dtype=torch.float64)
     assert torch.cosine_similarity(probe.weight, truth, 0) > 0.99  # the direction that separates them
     again = fit_probe(x, live)
+    assert torch.equal(probe.weight, again.weight) and torch.equal(probe.bias, again.bias)
     with pytest.raises(ValueError, match="live"):
         fit_probe(x[0], live)
-    assert torch.equal(probe.weight, again.weight) and torch.equal(probe.bias, again.bias)
 
 
 def test_a_count_probe_is_least_squares_and_finds_a_linear_count():
