@@ -334,6 +334,9 @@ def test_the_verdict_reads_the_box_square_and_an_edit_there_moves_it():
         torch.testing.assert_close(tokens, model.tokens(planes[:, 0]))
     assert states.shape == (2, 16) and not model.nsteps_head._forward_pre_hooks  # the hook is gone
     assert (np.abs(verdicts(model, boards, torch.full((2, 8), 5.0)) - plain) > 1e-4).all()
+    with pytest.raises(RuntimeError):  # an edit of the wrong width fails the pass, and the hook still comes off
+        verdicts(model, boards, torch.zeros(2, 3))
+    assert not model.nsteps_head._forward_pre_hooks
     maps = encoder_maps(model, boards)
     box = [divmod(b.box, 8) for b in boards]
     for i, (r, c) in enumerate(box):

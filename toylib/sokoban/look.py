@@ -420,8 +420,7 @@ def fit_probe(features: torch.Tensor, live: torch.Tensor, steps: int = 200) -> P
 
 
 def fit_count_probe(features: torch.Tensor, counts: torch.Tensor, ridge: float = 1e-3) -> Probe:
-    """Least squares of `counts` (n,) on `features` (n, channels), in float64 and solved in
-    closed form, with a small ridge on the standardised features so that the answer is unique."""
+    """Least squares of `counts` (n,) on `features` (n, channels), float64, in closed form (a small ridge: unique)."""
     if features.ndim != 2 or counts.shape != features.shape[:1]:
         raise ValueError(f"features are (n, channels) and counts (n,), "
                          f"got {tuple(features.shape)} and {tuple(counts.shape)}")
@@ -447,22 +446,23 @@ def verdicts(model: SokobanPolicy, boards: Sequence[Board], edit: torch.Tensor |
     planes, goals = _planes(boards)
     out = []  # what the heads read: the transformer's output at each board
     hook = model.nsteps_head.register_forward_pre_hook(lambda head, args: out.append(args[0][:, 0]))
-    with evaluating(model) as device:
-        planes, goals = planes.to(device), goals.to(device)
-        x = model.encoder.features(planes)[-1]  # (n, channels, rows, cols)
-        if edit is not None:
-            box = planes[:, 4:5, 1:-1, 1:-1] if model.config.inside else planes[:, 4:5]  # (n, 1, rows, cols)
-            x = x + edit.to(device, x.dtype)[:, :, None, None] * box
-        token = model.encoder.pool(x, planes)  # (n, d_model)
-        nsteps = model.attend(model.tokens(goals), token[:, None])[1][:, 0]
-    hook.remove()
+    try:  # the hook comes off even if the pass fails
+        with evaluating(model) as device:
+            planes, goals = planes.to(device), goals.to(device)
+            x = model.encoder.features(planes)[-1]  # (n, channels, rows, cols)
+            if edit is not None:
+                box = planes[:, 4:5, 1:-1, 1:-1] if model.config.inside else planes[:, 4:5]  # (n, 1, rows, cols)
+                x = x + edit.to(device, x.dtype)[:, :, None, None] * box
+            token = model.encoder.pool(x, planes)  # (n, d_model)
+            nsteps = model.attend(model.tokens(goals), token[:, None])[1][:, 0]
+    finally:
+        hook.remove()
     p = torch.softmax(nsteps.float(), -1)[:, UNSOLVABLE].cpu().numpy()
     return (p, token.cpu(), out[0].cpu()) if states else p
 
 
 def at_box(model: SokobanPolicy, maps: torch.Tensor, boards: Sequence[Board]) -> torch.Tensor:
-    """(n, channels): each board's features at its box's square, from `maps` (n, channels,
-    rows, cols) of those boards."""
+    """(n, channels): each board's features at its box's square, from its `maps` (n, channels, rows, cols)."""
     off = 1 if model.config.inside else 0
     rows, cols = (np.array([divmod(b.box, b.shape[1])[k] for b in boards]) - off for k in (0, 1))
     return maps[torch.arange(len(boards)), :, torch.from_numpy(rows), torch.from_numpy(cols)]
