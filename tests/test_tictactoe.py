@@ -107,56 +107,6 @@ def test_best_move_prefers_the_fastest_win():
     assert all(s > 0 for a, s in scores.items() if a in world.optimal_moves(board))
 
 
-def _negamax(board, me, them):
-    """A second solver, for puzzles: the value (+1, 0, -1) for `me` to move, marks not counted."""
-    if any(all(board[i] == them for i in line) for line in world.LINES):
-        return -1
-    empty = [a for a in range(9) if board[a] == EMPTY]
-    if not empty:
-        return 0
-    return max(-_negamax(board[:a] + (me,) + board[a + 1:], them, me) for a in empty)
-
-
-def test_puzzles_are_boards_no_game_reaches_scored_for_the_player_given():
-    puzzles = world.puzzles()
-    assert len(puzzles) == 357 and puzzles == sorted(puzzles)
-    assert not set(puzzles) & set(world.all_positions())  # no game reaches one: none is judged
-    # closed under the board's symmetries, as the positions of real games are
-    assert {world.permute(b, p) for b in puzzles for p in world.SYMMETRIES} == set(puzzles)
-    for b in puzzles:
-        assert b.count(O) == b.count(X) + 1 and EMPTY in b and world.line_winner(b) == EMPTY
-        assert not world.threats(b, O)  # no win in one
-        scores = world.move_scores(b, O)
-        value = max(np.sign(v) for v in scores.values())
-        assert value == max(-_negamax(b[:a] + (O,) + b[a + 1:], X, O) for a in scores)
-        assert world.optimal_moves(b, O) == [a for a in scores if _negamax(b[:a] + (O,) + b[a + 1:], X, O) == -value]
-    # O, a mark ahead at ". . X / . . O / O . .", wins fastest by forking on an edge (cell 3:
-    # row 1 and column 0); cell 1 only draws
-    fork = (EMPTY, EMPTY, X, EMPTY, EMPTY, O, O, EMPTY, EMPTY)
-    scores = world.move_scores(fork, O)
-    assert fork in puzzles and world.best_move(fork, O) == 3 and scores[1] == 0
-    assert world.threats(world.child(fork, 3, O), O) == [0, 4]
-    with pytest.raises(ValueError, match="X=1 or O=2"):
-        world.move_scores(puzzles[0], EMPTY)
-    with pytest.raises(ValueError, match="open board"):
-        world.move_scores((O, O, O, X, X, EMPTY, EMPTY, EMPTY, EMPTY), X)
-    with pytest.raises(ValueError, match="open board"):
-        world.move_scores((X, O, X, X, O, O, O, X, X), O)
-    with pytest.raises(ValueError, match="9 cells"):
-        world.move_scores((O, X), O)
-
-
-def test_puzzle_positions_carry_the_puzzles_answers():
-    pos = dataset.puzzle_positions()
-    assert len(pos) == 357 and (pos.mover == O).all()
-    for i in (0, 100, 356):
-        b = tuple(pos.boards[i].tolist())
-        assert pos.optimal[i].nonzero().flatten().tolist() == world.optimal_moves(b, O)
-        assert int(pos.label[i]) == world.best_move(b, O)
-    with pytest.raises(ValueError, match="open board"):
-        dataset.Positions.of([(O, O, O, X, X, EMPTY, EMPTY, EMPTY, EMPTY)], mover=X)
-
-
 # ----------------------------------------------------------------------------- positions and the split
 
 
@@ -388,19 +338,10 @@ def test_training_is_deterministic_and_learns(data):
     m2, h2 = training.train(cfg, data, progress=False)
     assert h1.column("loss") == h2.column("loss")
     assert h1.column("loss")[-1] < h1.column("loss")[0]
-    # the default learns from the validation classes and the puzzles too; the post's recipe from training only
-    n_puzzles = len(dataset.puzzle_positions())
-    assert cfg.train_on_val and cfg.puzzles
-    assert h1.steps == 3 * -(-(len(data.train) + len(data.val) + n_puzzles) // cfg.batch_size)
-    _, h3 = training.train(dataclasses.replace(cfg, train_on_val=False, puzzles=False, max_epochs=1), data,
-                           progress=False)
+    # the default learns from the validation classes too; the post's recipe from training only
+    assert cfg.train_on_val and h1.steps == 3 * -(-(len(data.train) + len(data.val)) // cfg.batch_size)
+    _, h3 = training.train(dataclasses.replace(cfg, train_on_val=False, max_epochs=1), data, progress=False)
     assert h3.steps == -(-len(data.train) // cfg.batch_size)
-    # the stopping rule counts the positions learnt from (puzzles aside) given a wrong move as
-    # played, both heads weighed: the last record is the trained model's
-    learnt = measure.score(m1, dataset.Positions.concat(data.train, data.val))
-    assert h1.records[-1]["train_optimal"] == learnt.optimal
-    assert learnt.optimal != measure.score(m1, dataset.Positions.concat(data.train, data.val), value=False).optimal
-    assert h1.records[-1]["val_optimal"] == measure.score(m1, data.val).optimal
 
 
 def test_concatenated_positions_keep_every_optimal_move(data):

@@ -37,9 +37,6 @@ class TicTacToeConfig:
     # learn from the validation classes too: the stopping rule above needs no held-out data,
     # and early positions with a deep tactic are few (see the chapter). False: the post's way
     train_on_val: bool = True
-    # learn from puzzles too (`dataset.puzzle_positions`: 357 boards no game reaches, judged on none): more
-    # positions where a fork or a block decides, so that a tactic seen in few training classes carries over
-    puzzles: bool = True
     split_seed: int = 0  # which symmetry classes are held out
     seed: int = 0  # initial weights and batch order
 
@@ -62,8 +59,7 @@ class TicTacToeConfig:
 # minimax label, AdamW at 1e-3, the learning rate halved after 30 epochs without a better
 # validation loss, early stopping after 50.
 POST_RECIPE = dict(loss="label", relative=False, value_weight=0.0, positions="cells", lr=1e-3, weight_decay=0.01,
-                   plateau_patience=30, monitor="val_loss", early_stopping=50, stop_at_target=False, train_on_val=False,
-                   puzzles=False)
+                   plateau_patience=30, monitor="val_loss", early_stopping=50, stop_at_target=False, train_on_val=False)
 POST_CONFIGS = {
     "1: d=32, 4 heads": (TicTacToeConfig(d_model=32, n_heads=4, **POST_RECIPE), 84.459),
     "2: + dropout 0.1": (TicTacToeConfig(d_model=32, n_heads=4, dropout=0.1, **POST_RECIPE), 92.229),

@@ -5,15 +5,14 @@ built from a config by `for_config`)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from toylib.tictactoe.config import TicTacToeConfig
-from toylib.tictactoe.world import (O, Board, TicTacToe, best_move, check_puzzle, child, move_scores, open_positions,
-                                    optimal_moves, puzzles, split_by_symmetry)
+from toylib.tictactoe.world import (Board, TicTacToe, best_move, child, move_scores, open_positions, optimal_moves,
+                                    split_by_symmetry)
 
 
 # ----------------------------------------------------------------------------- the data the model learns from
@@ -56,31 +55,25 @@ class Positions:
                                                for p in parts]) for f in dataclasses.fields(Positions)})
 
     @staticmethod
-    def of(boards: Sequence[Board], mover: int | None = None) -> Positions:
-        """The open positions `boards`, each with whoever's turn it is; with `mover`, puzzles
-        (`world.puzzles`) that no game reaches, with `mover` to move on every one."""
+    def of(boards: Sequence[Board]) -> Positions:
         if not boards:
             raise ValueError("need at least one position")
-        if mover is None:
-            rows = [TicTacToe(b) for b in boards]
-            if any(s.is_terminal() for s in rows):
-                raise ValueError("positions must be open: a finished game has no move to learn")
-            boards, movers = [s.board for s in rows], [s.current_player() for s in rows]
-        else:
-            boards, movers = [check_puzzle(b, mover) for b in boards], [mover] * len(boards)
-        opt = [optimal_moves(b, p) for b, p in zip(boards, movers)]
+        rows = [TicTacToe(b) for b in boards]
+        if any(s.is_terminal() for s in rows):
+            raise ValueError("positions must be open: a finished game has no move to learn")
+        opt = [optimal_moves(s.board) for s in rows]
         k = max(map(len, opt))
-        targets = [[child(b, m, p) for m in (o + [o[0]] * (k - len(o)))] for b, p, o in zip(boards, movers, opt)]
-        optimal = torch.zeros(len(boards), 9, dtype=torch.bool)
-        outcome = torch.full((len(boards), 9), -100)
-        for i, (b, p, o) in enumerate(zip(boards, movers, opt)):
+        targets = [[child(s.board, m, s.current_player()) for m in (o + [o[0]] * (k - len(o)))] for s, o in zip(rows, opt)]
+        optimal = torch.zeros(len(rows), 9, dtype=torch.bool)
+        outcome = torch.full((len(rows), 9), -100)
+        for i, (s, o) in enumerate(zip(rows, opt)):
             optimal[i, o] = True
-            for a, v in move_scores(b, p).items():
+            for a, v in move_scores(s.board).items():
                 outcome[i, a] = int(np.sign(v)) + 1
         return Positions(
-            boards=torch.tensor(boards),
-            mover=torch.tensor(movers),
-            label=torch.tensor([best_move(b, p) for b, p in zip(boards, movers)]),
+            boards=torch.tensor([s.board for s in rows]),
+            mover=torch.tensor([s.current_player() for s in rows]),
+            label=torch.tensor([best_move(s.board) for s in rows]),
             optimal=optimal,
             targets=torch.tensor(targets),
             n_optimal=torch.tensor([len(o) for o in opt]),
@@ -104,10 +97,3 @@ def for_config(config: TicTacToeConfig) -> Dataset:
     boards = open_positions()
     parts = split_by_symmetry(boards, seed=config.split_seed)
     return Dataset(**{k: Positions.of(v) for k, v in parts.items()}, everything=Positions.of(boards))
-
-
-@functools.lru_cache(maxsize=1)
-def puzzle_positions() -> Positions:
-    """`world.puzzles` as positions, O to move on each: what the chapter's model learns from
-    beside the training classes (`TicTacToeConfig.puzzles`). None is judged."""
-    return Positions.of(puzzles(), mover=O)

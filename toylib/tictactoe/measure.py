@@ -57,7 +57,7 @@ class Moves:
 def model_moves(model: TicTacToeNet, boards: torch.Tensor, batch_size: int = 2048,
                 value: bool = True) -> Moves:
     """The model's moves on `boards` (N, 9). value=False: the board head's alone, even where
-    the model has a trained value head."""
+    the model has a trained value head (training stops by those: see `training.train`)."""
     check_boards_tensor(boards)
     valued = value and model.config.value_weight > 0  # a value head trained beside the board it writes
 

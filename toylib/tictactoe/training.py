@@ -10,7 +10,7 @@ import torch
 
 from toylib import cli
 from toylib.tictactoe.config import POST_CONFIGS, TicTacToeConfig
-from toylib.tictactoe.dataset import Dataset, Positions, for_config, puzzle_positions
+from toylib.tictactoe.dataset import Dataset, Positions, for_config
 from toylib.tictactoe.measure import measure, score
 from toylib.tictactoe.net import TicTacToeNet, tictactoe_loss
 from toylib.train import Callback, History, fit, minibatches, prepare, stop_when
@@ -21,37 +21,34 @@ from toylib.train import Callback, History, fit, minibatches, prepare, stop_when
 
 def train(config: TicTacToeConfig, data: Dataset | None = None, device: torch.device | str | None = None,
           callback: Callback | None = None, progress: bool = True) -> tuple[TicTacToeNet, History]:
-    """Train on the training split (with `train_on_val`, on the validation split too; with
-    `puzzles`, on `puzzle_positions` too), one evaluation per epoch. Without `data`, the data is
-    `for_config(config)`.
+    """Train on the training split (with `train_on_val`, on the validation split too), one
+    evaluation per epoch. Without `data`, the data is `for_config(config)`.
 
     The learning rate is halved when `monitor` stalls (`plateau_patience` epochs).
     With `early_stopping`, training stops after that many epochs without a better `monitor`
     and the best weights are restored (the post's rule, on the validation loss). With
     `stop_at_target`, it stops at the first epoch where every training and validation
-    position gets an optimal move as the model plays (both heads, `measure.model_moves`); the
-    test split is never looked at, and the puzzles are learnt from but not waited for.
+    position gets an optimal move from the board head alone; the test split is never looked at.
     """
     if data is None:
         data = for_config(config)
     model, device, gen = prepare(config.seed, lambda: TicTacToeNet(config), device)
-    learn = Positions.concat(data.train, data.val) if config.train_on_val else data.train  # the positions learnt from
-    seen = Positions.concat(learn, puzzle_positions()) if config.puzzles else learn  # and what else the batches hold
-    tensors = tuple(getattr(seen, f.name) for f in dataclasses.fields(Positions))
-    per_epoch = -(-len(seen) // config.batch_size)
+    learn = Positions.concat(data.train, data.val) if config.train_on_val else data.train  # what the model learns from
+    tensors = tuple(getattr(learn, f.name) for f in dataclasses.fields(Positions))
+    per_epoch = -(-len(learn) // config.batch_size)
 
     # scoring every training position each epoch costs about as much as an epoch of training
     # for a small model: only when the stopping rule needs it
     needs_train = config.stop_at_target or "non_optimal" in config.monitor
 
-    # the stopping rule and the plateau judge the moves as played, both heads weighed: judged
-    # on the board head alone, a seed could stop with a position it learnt from played wrong
+    # the stopping rule and the plateau judge the board head's moves alone: the value head
+    # learns beside it, and playing weighs both (measure.model_moves)
     def evaluate(m):
         val_loss = tictactoe_loss(m, data.val, config.loss).item()
-        val = score(m, data.val)
+        val = score(m, data.val, value=False)
         record = {"val_loss": val_loss, "val_optimal": val.optimal, "val_exact_label": val.exact_label}
         if needs_train:
-            learnt = score(m, learn)
+            learnt = score(m, learn, value=False)
             record["train_optimal"] = learnt.optimal  # over every position learnt from
             # positions given a non-optimal move, validation and training alike (each counted once)
             record["non_optimal"] = round((1 - learnt.optimal) * len(learn)

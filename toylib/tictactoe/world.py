@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -43,8 +42,9 @@ def line_winner(board: Sequence[int]) -> int:
     return EMPTY
 
 
-def check_cells(cells: Iterable[int]) -> Board:
-    """Return `cells` as a board tuple, or raise ValueError if they are not 9 symbols."""
+def check_board(cells: Iterable[int]) -> Board:
+    """Return `cells` as a board tuple, or raise ValueError if no game of tic-tac-toe
+    (X first, turns alternating, no move after a win) can reach it."""
     try:
         board = tuple(int(c) for c in cells)
     except (TypeError, ValueError) as e:
@@ -54,13 +54,6 @@ def check_cells(cells: Iterable[int]) -> Board:
     bad = sorted({c for c in board if c not in (EMPTY, X, O)})
     if bad:
         raise ValueError(f"cells must be EMPTY={EMPTY}, X={X} or O={O}; got {bad}")
-    return board
-
-
-def check_board(cells: Iterable[int]) -> Board:
-    """Return `cells` as a board tuple, or raise ValueError if no game of tic-tac-toe
-    (X first, turns alternating, no move after a win) can reach it."""
-    board = check_cells(cells)
     nx, no = board.count(X), board.count(O)
     if nx not in (no, no + 1):
         raise ValueError(f"X moves first and turns alternate, so X has as many marks as O or one more; got {nx} X and {no} O")
@@ -131,9 +124,9 @@ def child(board: Board, action: int, player: int) -> Board:
 
 
 @functools.lru_cache(maxsize=None)
-def minimax_for(board: Board, player: int) -> int:
-    """The minimax score of `board` for `player` to move, with the post's tie-break. The
-    marks are not counted, so that a puzzle no game reaches (`puzzles`) is scored as well.
+def minimax(board: Board) -> int:
+    """The minimax score of a legal board for the player to move, with the
+    post's tie-break.
 
     A finished game scores 0 for a draw; a loss scores -(1 + empty cells
     left), so that a win taken sooner (more cells left) scores higher for
@@ -145,41 +138,30 @@ def minimax_for(board: Board, player: int) -> int:
         return -(1 + board.count(EMPTY))  # the previous player just won
     if EMPTY not in board:
         return 0
-    other = O if player == X else X
-    return max(-minimax_for(child(board, a, player), other) for a in range(9) if board[a] == EMPTY)
+    player = to_move(board)
+    moves = [a for a in range(9) if board[a] == EMPTY]
+    return max(-minimax(child(board, a, player)) for a in moves)
 
 
-def minimax(board: Board) -> int:
-    """The minimax score of a legal board for the player whose turn it is (`minimax_for`)."""
-    return minimax_for(board, to_move(board))
+def move_scores(board: Sequence[int]) -> dict[int, int]:
+    """{legal action: minimax score of that move for the player making it}."""
+    state = TicTacToe(tuple(board))
+    p = state.current_player()
+    return {a: -minimax(child(state.board, a, p)) for a in state.legal_actions()}
 
 
-def move_scores(board: Sequence[int], player: int | None = None) -> dict[int, int]:
-    """{legal action: minimax score of that move for the player making it}. `player`: who
-    moves on a puzzle (`check_puzzle`); by default, a legal board and whoever's turn it is."""
-    if player is None:
-        state = TicTacToe(tuple(board))
-        board, player, actions = state.board, state.current_player(), state.legal_actions()
-    else:
-        board = check_puzzle(board, player)
-        actions = [a for a in range(9) if board[a] == EMPTY]
-    other = O if player == X else X
-    return {a: -minimax_for(child(board, a, player), other) for a in actions}
-
-
-def best_move(board: Sequence[int], player: int | None = None) -> int:
+def best_move(board: Sequence[int]) -> int:
     """The post's label: the move with the best score (the fastest win, else the slowest
-    loss); among equal scores, the lowest cell. `player` as in `move_scores`."""
-    scores = move_scores(board, player)
+    loss); among equal scores, the lowest cell."""
+    scores = move_scores(board)
     if not scores:
         raise ValueError("the game is over: there is no move to make")
     return max(scores, key=lambda a: (scores[a], -a))
 
 
-def optimal_moves(board: Sequence[int], player: int | None = None) -> list[int]:
-    """Every move that keeps the position's minimax value (win, draw or loss), however fast.
-    `player` as in `move_scores`."""
-    scores = move_scores(board, player)
+def optimal_moves(board: Sequence[int]) -> list[int]:
+    """Every move that keeps the position's minimax value (win, draw or loss), however fast."""
+    scores = move_scores(board)
     if not scores:
         raise ValueError("the game is over: there is no move to make")
     value = np.sign(max(scores.values()))
@@ -210,27 +192,6 @@ def all_positions() -> list[Board]:
 def open_positions() -> list[Board]:
     """Every reachable board where the game is not over (4,520), sorted."""
     return [b for b in all_positions() if not TicTacToe(b).is_terminal()]
-
-
-def check_puzzle(cells: Iterable[int], player: int) -> Board:
-    """Return `cells` as a board for `player` to move, marks not counted, or raise ValueError
-    if it is not one: `player` must be X or O, and the board open (no line, an empty cell)."""
-    if player not in (X, O):
-        raise ValueError(f"the player to move is X={X} or O={O}, got {player!r}")
-    board = check_cells(cells)
-    if line_winner(board) != EMPTY or EMPTY not in board:
-        raise ValueError("a puzzle is an open board: no three in a line, and an empty cell")
-    return board
-
-
-def puzzles() -> list[Board]:
-    """Boards no game reaches, for the model to learn from beside the positions it is judged
-    on (357, sorted): O to move with a mark more than X, where a game gives the player to move
-    as many marks as its opponent or one fewer; open, and with no win in one for O. A mark
-    ahead, O can win at once on 1,740 more such boards; those teach what real games teach
-    plenty of, and the 357 kept need a block, a fork or a quiet move."""
-    return [b for b in itertools.product((EMPTY, X, O), repeat=9)
-            if b.count(O) == b.count(X) + 1 and EMPTY in b and line_winner(b) == EMPTY and not threats(b, O)]
 
 
 # The square's 8 symmetries (toylib.grids) as reorderings of the 9 cells.
