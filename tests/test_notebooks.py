@@ -285,6 +285,21 @@ def test_the_page_shows_no_wide_plain_table_no_progress_bar_and_no_widget_state(
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_captioned_cell_shows_one_thing(nb):
+    """myst-nb puts a cell's figure caption under each thing the cell shows: a table shown
+    beside the figure gets the figure's caption too, and the page repeats it. Such a table
+    goes in a cell of its own. (A glued value is kept, not shown.)"""
+    twice = []
+    for cell in code_cells(nb):
+        if cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption"):
+            shown = [o for o in cell.get("outputs", []) if o["output_type"] in ("display_data", "execute_result")
+                     and not any(k.startswith(GLUE_PREFIX) for k in o.get("data", {}))]
+            if len(shown) > 1:
+                twice.append("".join(cell["source"])[:60])
+    assert not twice, f"cells whose caption the page would show more than once: {twice}"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_output_names_a_file_of_the_machine_that_ran_it(nb):
     """A temporary file or a home folder in an output belongs to one run on one machine: the
     reader sees a path that means nothing to them."""
