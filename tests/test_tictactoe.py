@@ -203,6 +203,8 @@ def test_relations_survive_every_symmetry():
     assert rel.shape == (17, 17) and set(rel.unique().tolist()) == set(range(len(net.RELATION_NAMES)))
     assert (rel[:9, 9:] == 3).sum(1).tolist() == [3, 2, 3, 2, 4, 2, 3, 2, 3]  # lines through each cell
     assert ((rel[9:, :9] == 5).sum(1) == 3).all()  # cells on each line
+    # a cell's kind is its place (a corner on 3 lines, an edge on 2, the centre on 4); a line's is 3
+    assert net.TOKEN_KIND.tolist() == [0, 1, 0, 1, 2, 1, 0, 1, 0] + [3] * 8
     for perm in world.SYMMETRIES:
         # where each token goes: cells by the permutation, lines to the line of their moved cells
         cell_to = [perm.index(c) for c in range(9)]  # view[i] = board[perm[i]]: cell c moves to perm.index(c)
@@ -287,7 +289,7 @@ def test_fork_places_are_where_the_two_threat_moves_stand():
     assert world.fork_place(world.parse_board("XX. OO. ...")) is None  # a win now is not a fork
     assert [world.CELL_PLACES[c] for c in (0, 1, 4)] == ["corner", "edge", "centre"]
     assert all(world.fork_place(world.permute(edge, perm)) == "edge" for perm in world.SYMMETRIES)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="cells must be"):
         world.fork_moves((3,) * 9)
 
 

@@ -11,7 +11,7 @@ from toylib.attention import Encoder
 from toylib.infer import model_device
 from toylib.tictactoe.config import TicTacToeConfig
 from toylib.tictactoe.dataset import Positions
-from toylib.tictactoe.world import EMPTY, LINES, O, to_move
+from toylib.tictactoe.world import CELL_PLACES, EMPTY, LINES, O, to_move
 from toylib.train import set_nll
 
 
@@ -35,7 +35,7 @@ RELATION_NAMES = (
 def _kind_of_token(t: int) -> int:
     if t >= 9:
         return 3  # a line: which line it is shows in how it stands to the cells and the other lines
-    return 2 if t == 4 else 1 if t % 2 else 0  # centre, edge, corner
+    return ("corner", "edge", "centre").index(CELL_PLACES[t])  # the kind embedding's rows 0, 1, 2
 
 
 def _token_relations() -> torch.Tensor:

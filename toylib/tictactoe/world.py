@@ -257,7 +257,7 @@ CELL_PLACES = ("corner", "edge", "corner", "edge", "centre", "edge", "corner", "
 
 def fork_moves(board: Sequence[int]) -> list[int]:
     """The optimal moves that make two threats at once for the player to move."""
-    state = TicTacToe(check_board(board))
+    state = TicTacToe(tuple(board))  # checked: a legal position
     me = state.current_player()
     return [a for a in optimal_moves(state.board) if len(threats(child(state.board, a, me), me)) >= 2]
 
