@@ -175,11 +175,12 @@ def test_the_tictactoe_page_computes_what_the_trained_model_computes(tmp_path):
     logp = torch.log_softmax(logits, -1)  # (n, 9, 3), as model_moves ranks the moves
     mover = ttt_world.to_move(b)[:, None, None].expand(-1, 9, 1)
     gain = (logp.gather(2, mover).squeeze(2) - logp[..., 0]).masked_fill(b != 0, -math.inf)  # (n, 9)
-    assert data["valued"]  # the chapter's model: the value head's expected outcome counts too
-    score = gain + torch.softmax(values, -1) @ torch.tensor([-1.0, 0.0, 1.0])
+    # the chapter's model: the value head's expected outcome counts, and decides
+    assert data["outcome_weight"] == ttt_measure.OUTCOME_WEIGHT
+    score = gain + ttt_measure.OUTCOME_WEIGHT * torch.softmax(values, -1) @ torch.tensor([-1.0, 0.0, 1.0])
     assert torch.equal(score.argmax(1), moves.move)
     short = score.max(1).values - score.gather(1, js_moves[:, None]).squeeze(1)
-    assert short.max() < TOLERANCE
+    assert short.max() < TOLERANCE * ttt_measure.OUTCOME_WEIGHT  # float32's rounding, weighted as the outcome is
     print(f"tic-tac-toe: logits within {float((js_logits - logits).abs().max()):.1e}, "
           f"values within {float((js_values - values).abs().max()):.1e}")
     print(f"{len(boards):,} positions: the page's move is PyTorch's on {int((js_moves == moves.move).sum()):,}, "
@@ -256,10 +257,13 @@ def test_the_stored_tictactoe_board_plays_whole_games_as_the_model_would(tmp_pat
                 state = state.apply_action(next(mine))
             else:
                 with torch.no_grad():
-                    logp = torch.log_softmax(model(torch.tensor([state.board]))[0][0], -1)  # (9, 3)
-                gain = logp[:, state.current_player()] - logp[:, 0]
+                    logits, values, _ = model(torch.tensor([state.board]))
+                logp = torch.log_softmax(logits[0], -1)  # (9, 3)
+                worth = torch.softmax(values[0], -1) @ torch.tensor([-1.0, 0.0, 1.0])  # (9,)
+                score = logp[:, state.current_player()] - logp[:, 0] + ttt_measure.OUTCOME_WEIGHT * worth
                 shown = [i for i, s in enumerate(game["board"]) if s != "." and state.board[i] == 0]
-                best = [a for a in state.legal_actions() if gain[a] >= max(gain[state.legal_actions()]) - TOLERANCE]  # ties
+                legal = state.legal_actions()
+                best = [a for a in legal if score[a] >= max(score[legal]) - TOLERANCE * ttt_measure.OUTCOME_WEIGHT]  # ties
                 move = next(a for a in best if a in shown) if any(a in shown for a in best) else best[0]
                 state = state.apply_action(move)
         board = "".join(".XO"[s] for s in state.board)

@@ -57,7 +57,8 @@
   }
 
   // measure.model_moves: rank each legal move by how much it raises log P(the next board), plus
-  // (model.valued) the outcome the value head expects of it, -1 a loss to 1 a win
+  // the outcome the value head expects of it (-1 a loss to 1 a win) times model.outcome_weight
+  // (measure.OUTCOME_WEIGHT; 0 for a model without a trained value head)
   function moves(model, board) {
     const out = forward(model, board), mover = toMove(board);
     const gain = [], worth = [];
@@ -66,7 +67,7 @@
       const logZ = top + Math.log(l.reduce((s, v) => s + Math.exp(v - top), 0));
       gain.push(board[c] === EMPTY ? (l[mover] - logZ) - (l[EMPTY] - logZ) : -Infinity);
       const v = out.values.subarray(3 * c, 3 * c + 3), vt = Math.max(...v), e = v.map((x) => Math.exp(x - vt));
-      worth.push(model.valued ? (e[2] - e[0]) / (e[0] + e[1] + e[2]) : 0);
+      worth.push(model.outcome_weight * (e[2] - e[0]) / (e[0] + e[1] + e[2]));
     }
     const top = Math.max(...gain), e = gain.map((g) => Math.exp(g - top)), z = e.reduce((a, b) => a + b, 0);
     return { move: nn.argmax(gain.map((g, c) => g + worth[c]), 1e-6), prob: e.map((v) => v / z), gain, ...out };

@@ -17,7 +17,7 @@ from toylib.infer import infer
 from toylib.live import Live, weights
 from toylib.plot import DPI, LABEL_PT, attention_grid, colorbar
 from toylib.tictactoe.dataset import Positions
-from toylib.tictactoe.measure import Policy, check_boards_tensor, model_moves, without
+from toylib.tictactoe.measure import OUTCOME_WEIGHT, Policy, check_boards_tensor, model_moves, without
 from toylib.tictactoe.net import TOKEN_KIND, TOKEN_NAMES, TOKEN_RELATIONS, TicTacToeNet
 from toylib.tictactoe.world import EMPTY, LINES, O, SYMBOLS, X, TicTacToe, best_move, board_image, threats, to_move
 
@@ -326,4 +326,4 @@ def live_board(model: TicTacToeNet):
         raise ValueError("the live board runs the chapter's model: positions='graph', relative=True")
     return Live("tictactoe", "ToyTicTacToe", {
         "weights": weights(model), "d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers,
-        "relations": TOKEN_RELATIONS, "kinds": TOKEN_KIND, "valued": c.value_weight > 0})
+        "relations": TOKEN_RELATIONS, "kinds": TOKEN_KIND, "outcome_weight": OUTCOME_WEIGHT if c.value_weight > 0 else 0.0})

@@ -36,6 +36,11 @@ def check_boards_tensor(boards: torch.Tensor) -> None:
 
 
 OUTCOMES = torch.tensor([-1.0, 0.0, 1.0])  # what a move's outcome (Positions.outcome: lose, draw, win) is worth
+# What the expected outcome of a move counts for against the board head's log-odds for it. The
+# board head's log-odds between two legal moves stay within about 30 on a trained model, so at
+# 1,000 the value head decides, and the board head only breaks ties between moves whose expected
+# outcomes lie within a few hundredths of each other (symmetric cells, or two equal wins).
+OUTCOME_WEIGHT = 1000.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,10 +48,9 @@ class Moves:
     """What a model does on a set of positions.
 
     raw: (N, 9) the board it writes, each cell's most likely symbol;
-    move: (N,) its move: the legal move whose next board is most likely, by the log-odds of
-        that board against the board left as it is (`model_moves`), plus, where the model has
-        learned each move's outcome (value_weight > 0), the outcome its value head expects of
-        the move, from -1 (a loss) to 1 (a win);
+    move: (N,) its move: where the model has learned each move's outcome (value_weight > 0),
+        the legal move its value head expects most of, the board head breaking near-ties;
+        otherwise the legal move whose next board is most likely (`model_moves`);
     move_prob: (N, 9) the probability the model gives each legal next board, normalised over legal moves."""
 
     raw: torch.Tensor
@@ -57,7 +61,7 @@ class Moves:
 def model_moves(model: TicTacToeNet, boards: torch.Tensor, batch_size: int = 2048,
                 value: bool = True) -> Moves:
     """The model's moves on `boards` (N, 9). value=False: the board head's alone, even where
-    the model has a trained value head (training stops by those: see `training.train`)."""
+    the model has a trained value head."""
     check_boards_tensor(boards)
     valued = value and model.config.value_weight > 0  # a value head trained beside the board it writes
 
@@ -68,11 +72,12 @@ def model_moves(model: TicTacToeNet, boards: torch.Tensor, batch_size: int = 204
         # with cell a's term swapped for log p(mover's symbol): rank moves by that swap
         gain = logp.gather(2, mover[:, None, None].expand(-1, 9, 1)).squeeze(2) - logp[..., EMPTY]  # (batch, 9)
         gain = gain.masked_fill(b != EMPTY, float("-inf"))
-        # Both heads learned from the same positions; where the board head hesitates between
-        # moves, what the value head expects of each (-1 lose, 0 draw, 1 win) decides. Seed 6
-        # of the benchmark, on the board head alone, played the centre in a fork position it
-        # never trained on, though its value head rated the fork the win.
-        worth = torch.softmax(out[1].float(), -1) @ OUTCOMES.to(b.device) if valued else 0.0  # (batch, 9)
+        # Both heads learned from the same positions, the value head with a label for every
+        # legal move. In the classes held out, the board head sometimes names a move that
+        # loses with confidence (a threat instead of a block, the centre instead of a fork)
+        # where the value head rates the right move best: so the value head decides.
+        worth = (OUTCOME_WEIGHT * torch.softmax(out[1].float(), -1) @ OUTCOMES.to(b.device)
+                 if valued else 0.0)  # (batch, 9)
         return logp.argmax(-1), (gain + worth).argmax(1), torch.softmax(gain, dim=1)
 
     return Moves(*infer(model, boards, batch_size=batch_size, keep=moves))

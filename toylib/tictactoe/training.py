@@ -28,7 +28,8 @@ def train(config: TicTacToeConfig, data: Dataset | None = None, device: torch.de
     With `early_stopping`, training stops after that many epochs without a better `monitor`
     and the best weights are restored (the post's rule, on the validation loss). With
     `stop_at_target`, it stops at the first epoch where every training and validation
-    position gets an optimal move from the board head alone; the test split is never looked at.
+    position gets an optimal move as the model plays (`measure.model_moves`); the test split
+    is never looked at.
     """
     if data is None:
         data = for_config(config)
@@ -41,14 +42,14 @@ def train(config: TicTacToeConfig, data: Dataset | None = None, device: torch.de
     # for a small model: only when the stopping rule needs it
     needs_train = config.stop_at_target or "non_optimal" in config.monitor
 
-    # the stopping rule and the plateau judge the board head's moves alone: the value head
-    # learns beside it, and playing weighs both (measure.model_moves)
+    # the stopping rule and the plateau judge the moves as the model plays them (the value
+    # head decides, the board head breaks its near-ties: measure.model_moves)
     def evaluate(m):
         val_loss = tictactoe_loss(m, data.val, config.loss).item()
-        val = score(m, data.val, value=False)
+        val = score(m, data.val)
         record = {"val_loss": val_loss, "val_optimal": val.optimal, "val_exact_label": val.exact_label}
         if needs_train:
-            learnt = score(m, learn, value=False)
+            learnt = score(m, learn)
             record["train_optimal"] = learnt.optimal  # over every position learnt from
             # positions given a non-optimal move, validation and training alike (each counted once)
             record["non_optimal"] = round((1 - learnt.optimal) * len(learn)
