@@ -51,7 +51,7 @@ class Moves:
     move: (N,) its move: where the model has learned each move's outcome (value_weight > 0),
         the legal move its value head expects most of, the board head breaking near-ties;
         otherwise the legal move whose next board is most likely (`model_moves`);
-    move_prob: (N, 9) the probability the model gives each legal next board, normalised over legal moves."""
+    move_prob: (N, 9) the probability the board head gives each legal next board, normalised over legal moves."""
 
     raw: torch.Tensor
     move: torch.Tensor
